@@ -1,0 +1,36 @@
+# Every target bootstraps the virtualenv itself: on a fresh machine `make test` or `make regress` is enough.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JOBS ?= auto
+# NVDLA conformance traces: ../shared beside the clone by default; override with NVDLA_TRACES=PATH.
+NVDLA_TRACES ?= $(abspath ../shared/nvdla/traces)
+export NVDLA_TRACES
+
+.PHONY: install test regress bench lint regen-regs clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+test: install
+	$(BIN)/python -m pytest -n $(JOBS) -q
+
+regress: install
+	$(BIN)/dla trace $(NVDLA_TRACES)/nv_small -j 2 --junit build/regress/nv_small.junit.xml --json build/regress/nv_small.json
+	$(BIN)/python -m pytest -n $(JOBS) -q regressions --junitxml=build/regress/pytest.junit.xml
+
+bench: install
+	$(BIN)/python -m regressions.bench --out build/bench/results.json
+
+regen-regs: install
+	$(BIN)/python tools/gen_regs.py --rdl $(abspath ../shared/nvdla/spec/manual) --out golden/regs/_table.py
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,357 @@
+"""The register-level DLA: CSB register file with NVDLA semantics, firing engines as the hardware would.
+
+Semantics (NVDLA_NOTES §2):
+- Units with ``S_POINTER`` and ``D_OP_ENABLE`` hold two register groups. Writes at or above
+  D_OP_ENABLE go to the PRODUCER group; ``S_*`` registers below it are written to both groups; reads
+  return the PRODUCER group.
+- Writing ``D_OP_ENABLE.OP_EN=1`` arms that group. An engine fires when its core units, its read DMA
+  (when its config needs one) and every engine chained with it on the fly are armed in their CONSUMER
+  groups. On completion OP_EN clears, CONSUMER toggles and the GLB done bits of that group are raised.
+- Writing a group whose OP_EN is set is an error, as it is a FAIL in NVDLA's cmod.
+- ``GLB.S_INTR_STATUS`` is write-1-to-clear, ``S_INTR_SET`` sets bits, ``S_INTR_MASK`` only gates the
+  interrupt line.
+
+Engines run synchronously inside the ``D_OP_ENABLE`` write that completes their chain, so a status bit
+is visible as soon as the write returns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from golden.config import HwConfig
+from golden.engines import ENGINES, Engine, OpContext, load_engines
+from golden.errors import ConfigError, RegisterError, UnsupportedError
+from golden.memory import Memory
+from golden.regs import Register, RegView, Unit, register_map
+
+#: LUT depths of the units that hold LUTs (SDP and CDP): LE 65 entries, LO 257 entries.
+LUT_DEPTH = {"LE": 65, "LO": 257}
+LUT_UNITS = ("SDP", "CDP")
+
+#: CFGROM unit ids of the ``*_DESC`` descriptors ((length << 16) | id), in CFGROM order.
+_CFGROM_UNIT_IDS = {
+    "GLB": 1, "CIF": 2, "CDMA": 3, "CBUF": 4, "CSC": 5, "CMAC_A": 6, "CMAC_B": 6, "CACC": 7,
+    "SDP_RDMA": 8, "SDP": 9, "PDP_RDMA": 10, "PDP": 11, "CDP_RDMA": 12, "CDP": 13,
+}
+#: Data type bits of the CFGROM ``*_FEATURE_TYPES``/``*_WEIGHT_TYPES`` words (int8 is 0x10 in NVDLA's ROM).
+_CFGROM_TYPE_BITS = {"int8": 0x10, "int16": 0x20, "fp16": 0x100}
+#: SDP_CAP_COMPAT bits for its sub-units (nv_small's ROM holds 0x18 = X1 + X2).
+_CFGROM_SDP_CAPS = {"sdp_bs": 0x8, "sdp_bn": 0x10, "sdp_ew": 0x20, "sdp_lut": 0x40}
+
+
+def cfgrom_values(hw: HwConfig) -> dict[str, int]:
+    """CFGROM words describing ``hw``: the RDL reset values with the config's own sizes and units."""
+    regs = register_map("small").unit("CFGROM").registers
+    values = {r.name: r.reset for r in regs}
+    present = hw.units | {"CIF", "CBUF"}
+    types = sum(_CFGROM_TYPE_BITS[t] for t in hw.feature_types)
+    wtypes = sum(_CFGROM_TYPE_BITS[t] for t in hw.weight_types)
+    for name in values:
+        parts = name[len("CFGROM_"):]
+        for unit in sorted(_CFGROM_UNIT_IDS, key=len, reverse=True):
+            if parts.startswith(unit + "_"):
+                key = parts[len(unit) + 1:]
+                break
+        else:
+            continue
+        if key == "DESC" and unit not in present:
+            values[name] = 0
+        elif key == "BASE_FEATURE_TYPES":
+            values[name] = types
+        elif key == "BASE_WEIGHT_TYPES":
+            values[name] = wtypes
+        elif key == "BASE_ATOMIC_C":
+            values[name] = hw.mac_atomic_c
+        elif key == "BASE_ATOMIC_K":
+            values[name] = hw.mac_atomic_k
+        elif key == "BASE_ATOMIC_M":
+            values[name] = hw.memory_atomic_size
+        elif key.endswith("CBUF_BANK_NUM"):
+            values[name] = hw.cbuf_bank_number
+        elif key.endswith("CBUF_BANK_WIDTH"):
+            values[name] = hw.cbuf_bank_width
+        elif key.endswith("CBUF_BANK_DEPTH"):
+            values[name] = hw.cbuf_bank_depth
+        elif key == "MULTI_BATCH_MAX":
+            values[name] = hw.max_batch if hw.batch else 0
+        elif key == "BASE_WIDTH" and unit == "CIF":
+            values[name] = hw.primary_memif_width // 8
+        elif key == "BASE_MEM_ADDR_WIDTH":
+            values[name] = hw.mem_address_width
+        elif key == "CAP_COMPAT" and unit == "SDP":
+            values[name] = sum(bit for attr, bit in _CFGROM_SDP_CAPS.items() if getattr(hw, attr))
+        elif key in ("BS_THROUGHPUT", "BN_THROUGHPUT", "EW_THROUGHPUT"):
+            values[name] = getattr(hw, f"sdp_{key.lower()}")
+        elif key == "BASE_THROUGHPUT":
+            values[name] = getattr(hw, f"{unit.lower()}_throughput")
+    return values
+
+
+@dataclass
+class UnitState:
+    """Register storage and pointers of one unit."""
+
+    unit: Unit
+    groups: list[dict[int, int]]
+    producer: int = 0
+    consumer: int = 0
+    lut: dict[str, np.ndarray] = field(default_factory=dict)
+    lut_addr: int = 0
+    lut_table: str = "LE"
+    lut_write: bool = False
+
+    @property
+    def pingpong(self) -> bool:
+        return self.unit.op_enable_offset is not None
+
+    def armed(self, group: int) -> bool:
+        off = self.unit.op_enable_offset
+        return off is not None and bool(self.groups[group].get(off, 0) & 1)
+
+    def view(self, group: int | None = None) -> RegView:
+        return RegView(self.unit, self.groups[self.consumer if group is None else group])
+
+
+class Dla:
+    """Register-level model of one DLA instance with its memories."""
+
+    def __init__(self, hw: HwConfig, mem: Memory | None = None) -> None:
+        self.hw = hw
+        self.mem = mem if mem is not None else Memory()
+        self.map = register_map(hw.address_map)
+        self.engines = dict(load_engines())
+        self.units: dict[str, UnitState] = {}
+        for name in self.map.bases:
+            unit = self.map.unit(name)
+            state = UnitState(unit, [{}, {}] if unit.op_enable_offset is not None else [{}])
+            if name in LUT_UNITS:
+                state.lut = {t: np.zeros(n, dtype=np.int64) for t, n in LUT_DEPTH.items()}
+            self.units[name] = state
+        self.intr_status = 0
+        self.intr_mask = 0
+        self._cfgrom = cfgrom_values(hw) if "CFGROM" in self.map.bases else {}
+        #: Completed operations, in order: (engine names of the chain, {unit: group}).
+        self.history: list[tuple[tuple[str, ...], dict[str, int]]] = []
+
+    # ---- CSB access -----------------------------------------------------------------------------
+    def _register_at(self, addr: int) -> tuple[UnitState, Register]:
+        reg = self.map.lookup(addr)
+        if reg is None:
+            unit = self.map.unit_at(addr)
+            where = f"unit {unit}" if unit else "no unit"
+            raise RegisterError(f"no register at CSB address {addr:#x} ({where})")
+        return self.units[reg.unit], reg
+
+    def _check_present(self, reg: Register) -> None:
+        if reg.unit not in self.hw.units:
+            raise UnsupportedError(reg.unit, f"{self.hw.name} has no {reg.unit} (register {reg.full_name})")
+
+    @property
+    def interrupt(self) -> bool:
+        """The level of the DLA interrupt line."""
+        return bool(self.intr_status & ~self.intr_mask)
+
+    def write_reg(self, addr: int, value: int) -> None:
+        """A CSB write of a byte address. May fire engines (synchronously)."""
+        state, reg = self._register_at(addr)
+        self._check_present(reg)
+        value &= 0xFFFFFFFF
+        unit, name = reg.unit, reg.name
+        if unit == "CFGROM":
+            return  # read-only ROM
+        if unit == "GLB":
+            if name == "S_INTR_STATUS":
+                self.intr_status &= ~value
+            elif name == "S_INTR_SET":
+                self.intr_status |= value & reg.read_mask
+            elif name == "S_INTR_MASK":
+                self.intr_mask = value & reg.read_mask
+            else:
+                state.groups[0][reg.offset] = value & reg.write_mask
+            return
+        if name == "S_POINTER" and state.pingpong:
+            state.producer = value & 1
+            return
+        if name == "S_STATUS":
+            return  # hardware-owned
+        if name == "S_LUT_ACCESS_CFG" and state.lut:
+            state.lut_addr = reg.field("LUT_ADDR").decode(value)
+            state.lut_table = "LO" if reg.field("LUT_TABLE_ID").decode(value) else "LE"
+            state.lut_write = bool(reg.field("LUT_ACCESS_TYPE").decode(value))
+        elif name == "S_LUT_ACCESS_DATA" and state.lut:
+            self._lut_access(state, value)
+        stored = value & reg.read_mask
+        if not state.pingpong:
+            state.groups[0][reg.offset] = stored
+            return
+        if reg.offset < state.unit.op_enable_offset:
+            for g in state.groups:
+                g[reg.offset] = stored
+            return
+        group = state.groups[state.producer]
+        if state.armed(state.producer):
+            raise ConfigError(
+                f"{unit}.{name}",
+                f"written while group {state.producer} is enabled (D_OP_ENABLE.OP_EN=1)",
+            )
+        group[reg.offset] = stored
+        if reg.offset == state.unit.op_enable_offset and stored & 1:
+            self._fire()
+
+    def _lut_access(self, state: UnitState, value: int) -> int:
+        table = state.lut[state.lut_table]
+        addr = state.lut_addr
+        if addr >= table.size:
+            raise ConfigError(
+                f"{state.unit.name}.S_LUT_ACCESS_CFG.LUT_ADDR",
+                f"{addr} is past the end of the {state.lut_table} table ({table.size} entries)",
+            )
+        old = int(table[addr]) & 0xFFFF
+        if state.lut_write:
+            v = value & 0xFFFF
+            table[addr] = v - 0x10000 if v & 0x8000 else v
+        state.lut_addr = min(addr + 1, table.size - 1)
+        return old
+
+    def read_reg(self, addr: int) -> int:
+        """A CSB read of a byte address."""
+        state, reg = self._register_at(addr)
+        unit, name = reg.unit, reg.name
+        if unit not in self.hw.units:
+            return 0
+        if unit == "CFGROM":
+            return self._cfgrom.get(name, 0)
+        if unit == "GLB":
+            if name == "S_INTR_STATUS":
+                return self.intr_status
+            if name == "S_INTR_MASK":
+                return self.intr_mask
+            if name == "S_INTR_SET":
+                return 0
+            return state.groups[0].get(reg.offset, reg.reset)
+        if name == "S_POINTER" and state.pingpong:
+            return state.producer | (state.consumer << 16)
+        if name == "S_STATUS" and state.pingpong:
+            return self._status(state, 0) | (self._status(state, 1) << 16)
+        if name == "S_CBUF_FLUSH_STATUS":
+            return 1  # the CBUF is always flushed in the model
+        if name == "S_LUT_ACCESS_DATA" and state.lut and not state.lut_write:
+            return self._lut_access(state, 0)
+        group = state.groups[state.producer if state.pingpong else 0]
+        return group.get(reg.offset, reg.reset)
+
+    @staticmethod
+    def _status(state: UnitState, group: int) -> int:
+        if not state.armed(group):
+            return 0  # IDLE
+        return 1 if group == state.consumer else 2  # RUNNING / PENDING
+
+    # ---- engine firing ----------------------------------------------------------------------------
+    def _armed(self, unit: str) -> bool:
+        st = self.units.get(unit)
+        return st is not None and st.armed(st.consumer)
+
+    def _views(self, engine: Engine) -> dict[str, RegView]:
+        return {u: self.units[u].view() for u in engine.all_units if u in self.units}
+
+    def _chain(self, engine: Engine) -> list[Engine] | None:
+        """The on-the-fly chain containing ``engine`` if every part of it is armed, else None."""
+        head = engine
+        seen = {head.name}
+        while (src := head.source(self._views(head))) is not None:
+            up = self.engines.get(src)
+            if up is None:
+                raise UnsupportedError(src, f"{engine.name} is fed by {src}, which this model lacks")
+            if up.name in seen:
+                raise ConfigError(engine.name, "on-the-fly chain loops")
+            if not all(self._armed(u) for u in up.units) or up.sink(self._views(up)) != head.name:
+                return None
+            head = up
+            seen.add(head.name)
+        chain = [head]
+        while (dst := chain[-1].sink(self._views(chain[-1]))) is not None:
+            down = self.engines.get(dst)
+            if down is None:
+                raise UnsupportedError(dst, f"{chain[-1].name} feeds {dst}, which this model lacks")
+            if down.name in seen and down is not engine:
+                raise ConfigError(engine.name, "on-the-fly chain loops")
+            if not all(self._armed(u) for u in down.units) or down.source(self._views(down)) != chain[-1].name:
+                return None
+            chain.append(down)
+        for eng in chain:
+            if not all(self._armed(u) for u in eng.units):
+                return None
+            if eng.rdma and eng.rdma_needed(self._views(eng)) and not self._armed(eng.rdma):
+                return None
+        return chain
+
+    def _fire(self) -> None:
+        """Run every chain whose units are all armed, until nothing more can run."""
+        progress = True
+        while progress:
+            progress = False
+            for engine in self.engines.values():
+                if not all(self._armed(u) for u in engine.units):
+                    continue
+                chain = self._chain(engine)
+                if chain is None:
+                    continue
+                self._run_chain(chain)
+                progress = True
+                break
+
+    def _run_chain(self, chain: list[Engine]) -> None:
+        views: dict[str, RegView] = {}
+        for eng in chain:
+            views.update(self._views(eng))
+        data = None
+        for eng in chain:
+            ctx = OpContext(
+                hw=self.hw,
+                mem=self.mem,
+                regs=views,
+                flying_input=data,
+                lut={u: self.units[u].lut for u in eng.lut_units},
+            )
+            data = eng.run(ctx)
+            for (unit, register), value in ctx.status.items():
+                st = self.units[unit]
+                st.groups[st.consumer][st.unit.register(register).offset] = value
+        groups: dict[str, int] = {}
+        for eng in chain:
+            for unit in eng.all_units:
+                st = self.units[unit]
+                if not st.armed(st.consumer):
+                    continue  # an RDMA the operation did not need
+                groups[unit] = st.consumer
+            for unit, bit in eng.done_bits:
+                self.intr_status |= 1 << (bit + groups.get(unit, self.units[unit].consumer))
+        for unit, group in groups.items():
+            st = self.units[unit]
+            st.groups[group][st.unit.op_enable_offset] = 0
+            st.consumer ^= 1
+        self.history.append((tuple(e.name for e in chain), groups))
+
+    def pending(self) -> list[str]:
+        """Human-readable list of armed units still waiting, for timeout diagnostics."""
+        out = []
+        for name, st in self.units.items():
+            for g in range(len(st.groups)):
+                if st.armed(g):
+                    out.append(f"{name} group {g}")
+        return out
+
+    # ---- convenience for tests and tools ------------------------------------------------------------
+    def write(self, name: str, value: int = 0, **fields: int | str) -> None:
+        """Write a register by NVDLA name, either a whole word or field values (``KERNEL_WIDTH=2``)."""
+        addr, reg = self.map.resolve(name)
+        self.write_reg(addr, reg.encode(**fields) if fields else value)
+
+    def read(self, name: str) -> int:
+        addr, _ = self.map.resolve(name)
+        return self.read_reg(addr)
+
+
+__all__ = ["Dla", "cfgrom_values", "ENGINES"]

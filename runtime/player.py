@@ -1,0 +1,176 @@
+"""Plays a parsed trace on any Target and collects the results of its checks.
+
+The player is async and speaks only the Target protocol, so the same code drives the golden model
+in-process and a DUT under cocotb. ``intr_notify`` waits for its GLB done bit, clears it (as NVDLA's
+ISR does) and fires its sync point; checks read memory back and compare after their sync point fired.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from golden.regs import register_map
+from runtime.target import InterruptTimeout, Target
+from runtime.trace import (
+    CheckCrc,
+    CheckFile,
+    CheckNothing,
+    IntrNotify,
+    MemInit,
+    MemLoad,
+    PollRegEqual,
+    RegRead,
+    RegWrite,
+    SyncNotify,
+    SyncWait,
+    Trace,
+    TraceError,
+    parse_dat,
+)
+
+#: Reads of a register before ``poll_reg_equal`` gives up.
+POLL_LIMIT = 100_000
+DEFAULT_TIMEOUT_NS = 10**10
+
+
+@dataclass
+class CheckResult:
+    """Outcome of one check command."""
+
+    kind: str  # check_crc, check_file, check_nothing, reg_read_check
+    line: int
+    ok: bool
+    message: str = ""
+    expected: int | None = None
+    got: int | None = None
+    first_diff: int | None = None
+
+    def describe(self) -> str:
+        return f"{self.kind} at line {self.line}: {self.message}"
+
+
+@dataclass
+class PlayResult:
+    trace: str
+    checks: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    def failures(self) -> list[CheckResult]:
+        return [c for c in self.checks if not c.ok]
+
+    def to_dict(self) -> dict:
+        return {"trace": self.trace, "checks": [asdict(c) for c in self.checks]}
+
+
+def contiguous_runs(offsets: np.ndarray, values: np.ndarray) -> list[tuple[int, bytes]]:
+    """Split sparse (offset, byte) pairs into contiguous writes; later entries win on overlap."""
+    if offsets.size == 0:
+        return []
+    order = np.argsort(offsets, kind="stable")
+    offs, vals = offsets[order], values[order]
+    # keep the last of duplicate offsets
+    keep = np.ones(offs.size, dtype=bool)
+    keep[:-1] = offs[1:] != offs[:-1]
+    offs, vals = offs[keep], vals[keep]
+    breaks = np.flatnonzero(np.diff(offs) != 1) + 1
+    starts = np.concatenate(([0], breaks))
+    ends = np.concatenate((breaks, [offs.size]))
+    return [(int(offs[s]), vals[s:e].tobytes()) for s, e in zip(starts, ends)]
+
+
+async def load_dat(target: Target, mem: str, base: int, path: Path) -> None:
+    offsets, values = parse_dat(path)
+    for off, data in contiguous_runs(offsets, values):
+        await target.write_mem(base + off, data, mem)
+
+
+async def play(trace: Trace, target: Target, timeout_ns: int = DEFAULT_TIMEOUT_NS) -> PlayResult:
+    """Execute every command of ``trace`` on ``target``. Engine errors (ConfigError, UnsupportedError)
+    propagate to the caller, which decides how to report them."""
+    regmap = register_map(target.hw.address_map)
+    intr_status_addr = regmap.address("GLB", "S_INTR_STATUS")
+    fired: set[str] = set()
+    events: set[tuple[str, str]] = set()
+    result = PlayResult(trace.name)
+
+    async def synced(sync: str, kind: str, line: int) -> bool:
+        if sync in fired or sync in ("0", "NONE", "none"):
+            return True
+        result.checks.append(CheckResult(kind, line, False, f"sync point {sync} was never notified"))
+        return False
+
+    for cmd in trace.commands:
+        if isinstance(cmd, RegWrite):
+            await target.write_reg(cmd.addr, cmd.value)
+        elif isinstance(cmd, RegRead):
+            got = await target.read_reg(cmd.addr)
+            if cmd.expected is not None:
+                ok = (got & cmd.mask) == (cmd.expected & cmd.mask)
+                result.checks.append(
+                    CheckResult("reg_read_check", cmd.line, ok,
+                                f"{cmd.name}: expected {cmd.expected:#x} (mask {cmd.mask:#x}), got {got:#x}",
+                                cmd.expected, got)
+                )
+        elif isinstance(cmd, PollRegEqual):
+            for _ in range(POLL_LIMIT):
+                if await target.read_reg(cmd.addr) == cmd.value:
+                    break
+            else:
+                raise InterruptTimeout(f"line {cmd.line}: {cmd.name} never became {cmd.value:#x}")
+        elif isinstance(cmd, MemInit):
+            await target.write_mem(cmd.base, bytes([cmd.fill]) * cmd.size, cmd.mem)
+        elif isinstance(cmd, MemLoad):
+            await load_dat(target, cmd.mem, cmd.base, cmd.file)
+        elif isinstance(cmd, IntrNotify):
+            try:
+                await target.wait_interrupt(1 << cmd.bit, timeout_ns)
+            except InterruptTimeout as exc:
+                raise InterruptTimeout(f"line {cmd.line}: intr_notify({cmd.source}): {exc}") from None
+            await target.write_reg(intr_status_addr, 1 << cmd.bit)
+            fired.add(cmd.sync)
+        elif isinstance(cmd, CheckCrc):
+            if await synced(cmd.sync, "check_crc", cmd.line):
+                data = await target.read_mem(cmd.base, cmd.size, cmd.mem)
+                got = zlib.crc32(data) & 0xFFFFFFFF
+                ok = got == cmd.crc
+                result.checks.append(
+                    CheckResult("check_crc", cmd.line, ok,
+                                f"{cmd.mem} {cmd.base:#x}+{cmd.size:#x}: expected crc {cmd.crc:#010x}, got {got:#010x}",
+                                cmd.crc, got)
+                )
+        elif isinstance(cmd, CheckFile):
+            if await synced(cmd.sync, "check_file", cmd.line):
+                data = np.frombuffer(await target.read_mem(cmd.base, cmd.size, cmd.mem), dtype=np.uint8)
+                ref = np.zeros(cmd.size, dtype=np.uint8)
+                offs, vals = parse_dat(cmd.file)
+                inside = offs < cmd.size
+                ref[offs[inside]] = vals[inside]
+                diff = np.flatnonzero(data != ref)
+                ok = diff.size == 0
+                first = None if ok else cmd.base + int(diff[0])
+                msg = f"{cmd.mem} {cmd.base:#x}+{cmd.size:#x} matches {cmd.file.name}" if ok else (
+                    f"{cmd.mem} {cmd.base:#x}+{cmd.size:#x} differs from {cmd.file.name} in {diff.size} bytes, "
+                    f"first at {first:#x} (expected {int(ref[diff[0]]):#04x}, got {int(data[diff[0]]):#04x})"
+                )
+                result.checks.append(
+                    CheckResult("check_file", cmd.line, ok, msg,
+                                zlib.crc32(ref.tobytes()), zlib.crc32(data.tobytes()), first)
+                )
+        elif isinstance(cmd, CheckNothing):
+            if await synced(cmd.sync, "check_nothing", cmd.line):
+                result.checks.append(CheckResult("check_nothing", cmd.line, True, "operation completed"))
+        elif isinstance(cmd, SyncNotify):
+            events.add((cmd.unit, cmd.event))
+        elif isinstance(cmd, SyncWait):
+            # Commands run in order, so a notify that precedes its wait has already happened.
+            if (cmd.unit, cmd.event) not in events and not any(e == cmd.event for _, e in events):
+                raise TraceError(trace.path, cmd.line, f"sync_wait({cmd.unit}, {cmd.event}) before any sync_notify")
+        else:  # pragma: no cover - parse_cfg produces only the types above
+            raise TypeError(f"unknown command {cmd!r}")
+    return result

@@ -1,0 +1,392 @@
+"""NVDLA register-level trace format: ``.cfg`` command files and their ``.dat`` payloads (NOTES §5).
+
+A trace is a register program plus a memory image: ``reg_write``/``poll_reg_equal`` drive the CSB,
+``mem_init``/``mem_load`` build memory, ``intr_notify`` binds a sync point to an interrupt, and
+``check_crc``/``check_file``/``check_nothing`` check results once their sync point fired. Parsing
+resolves register names against the config's address map, so every error names ``file:line``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Union
+
+import numpy as np
+
+from golden.errors import RegisterError
+from golden.regs import RegisterMap
+
+#: intr_notify IDs -> GLB S_INTR_STATUS bit of group 0 (group 1 is the next bit).
+INTR_BITS = {
+    "SDP": 0, "CDP": 2, "PDP": 4, "BDMA": 6, "RUBIK": 8, "RBK": 8,
+    "CDMA_DAT": 16, "CDMA_WT": 18, "CACC": 20,
+}
+MEM_NAMES = {"1": "pri_mem", "pri_mem": "pri_mem", "2": "sec_mem", "sec_mem": "sec_mem"}
+#: mem_init fill patterns.
+FILL_PATTERNS = {"ALL_ZERO": 0x00, "ALL_ONE": 0xFF, "ALL_F": 0xFF}
+
+
+class TraceError(Exception):
+    """A malformed trace: carries ``file:line`` and prints as one line."""
+
+    def __init__(self, path: Path | str, line: int, message: str) -> None:
+        self.path, self.line, self.message = Path(path), line, message
+        super().__init__(f"{path}:{line}: {message}")
+
+
+# ---- commands ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Cmd:
+    line: int
+
+
+@dataclass(frozen=True)
+class RegWrite(Cmd):
+    name: str
+    addr: int
+    value: int
+
+
+@dataclass(frozen=True)
+class RegRead(Cmd):
+    """``reg_read`` (no check) and ``reg_read_check`` (``expected`` under ``mask``)."""
+
+    name: str
+    addr: int
+    expected: int | None = None
+    mask: int = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class PollRegEqual(Cmd):
+    name: str
+    addr: int
+    value: int
+
+
+@dataclass(frozen=True)
+class MemInit(Cmd):
+    mem: str
+    base: int
+    size: int
+    fill: int
+
+
+@dataclass(frozen=True)
+class MemLoad(Cmd):
+    mem: str
+    base: int
+    file: Path
+
+
+@dataclass(frozen=True)
+class IntrNotify(Cmd):
+    source: str  # e.g. SDP_0
+    bit: int  # GLB status bit
+    sync: str
+
+
+@dataclass(frozen=True)
+class CheckCrc(Cmd):
+    sync: str
+    mem: str
+    base: int
+    size: int
+    crc: int
+
+
+@dataclass(frozen=True)
+class CheckFile(Cmd):
+    sync: str
+    mem: str
+    base: int
+    size: int
+    file: Path
+
+
+@dataclass(frozen=True)
+class CheckNothing(Cmd):
+    sync: str
+
+
+@dataclass(frozen=True)
+class SyncNotify(Cmd):
+    unit: str
+    event: str
+
+
+@dataclass(frozen=True)
+class SyncWait(Cmd):
+    unit: str
+    event: str
+
+
+Command = Union[RegWrite, RegRead, PollRegEqual, MemInit, MemLoad, IntrNotify, CheckCrc, CheckFile, CheckNothing, SyncNotify, SyncWait]
+
+
+@dataclass
+class Trace:
+    """One parsed trace test."""
+
+    name: str
+    path: Path  # the .cfg file
+    commands: list[Command] = field(default_factory=list)
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+    def data_files(self) -> list[Path]:
+        return [c.file for c in self.commands if isinstance(c, (MemLoad, CheckFile))]
+
+    def missing_files(self) -> list[Path]:
+        return [f for f in self.data_files() if not f.is_file()]
+
+    def checks(self) -> list[Command]:
+        return [c for c in self.commands if isinstance(c, (CheckCrc, CheckFile, CheckNothing))]
+
+
+# ---- .cfg parsing -------------------------------------------------------------------------------------
+_CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*;?\s*(//.*)?$")
+
+
+def _number(tok: str, path: Path, line: int, what: str) -> int:
+    t = tok.strip()
+    try:
+        if t.lower().startswith("0x"):
+            return int(t, 16)
+        return int(t, 10)
+    except ValueError:
+        raise TraceError(path, line, f"bad number {t!r} for {what}") from None
+
+
+def _split_args(text: str) -> list[str]:
+    out, cur, quoted = [], [], False
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+            cur.append(ch)
+        elif ch == "," and not quoted:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if cur or out:
+        out.append("".join(cur).strip())
+    return out
+
+
+def _string(tok: str, path: Path, line: int) -> str:
+    t = tok.strip()
+    if len(t) < 2 or t[0] != '"' or t[-1] != '"':
+        raise TraceError(path, line, f"expected a quoted file name, got {t!r}")
+    return t[1:-1]
+
+
+def _mem(tok: str, path: Path, line: int) -> str:
+    t = tok.strip()
+    if t not in MEM_NAMES:
+        raise TraceError(path, line, f"unknown memory {t!r} (expected pri_mem, sec_mem, 1 or 2)")
+    return MEM_NAMES[t]
+
+
+def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) -> Trace:
+    """Parse a ``.cfg`` trace. Register names resolve against ``regmap``; data paths against the
+    trace's directory. Raises ``TraceError`` with file:line on any malformed line."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TraceError(path, 0, f"cannot read trace: {exc.strerror or exc}") from None
+    trace = Trace(name or path.parent.name, path)
+    cmds = trace.commands
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("//") or stripped.startswith("#"):
+            continue
+        m = _CALL.match(stripped)
+        if not m:
+            raise TraceError(path, lineno, f"cannot parse {stripped[:60]!r}")
+        op, args = m.group(1), _split_args(m.group(2))
+
+        def need(n: int, *, at_least: bool = False) -> None:
+            if len(args) != n and not (at_least and len(args) >= n):
+                raise TraceError(path, lineno, f"{op} takes {n} arguments, got {len(args)}")
+
+        def reg(tok: str) -> tuple[str, int]:
+            try:
+                addr, r = regmap.resolve(tok.strip())
+            except RegisterError as exc:
+                raise TraceError(path, lineno, str(exc)) from None
+            return r.full_name, addr
+
+        if op == "reg_write":
+            need(2)
+            nm, addr = reg(args[0])
+            cmds.append(RegWrite(lineno, nm, addr, _number(args[1], path, lineno, nm) & 0xFFFFFFFF))
+        elif op == "reg_read":
+            need(1, at_least=True)
+            nm, addr = reg(args[0])
+            cmds.append(RegRead(lineno, nm, addr))
+        elif op == "reg_read_check":
+            if len(args) not in (2, 3):
+                raise TraceError(path, lineno, f"{op} takes 2 or 3 arguments, got {len(args)}")
+            nm, addr = reg(args[0])
+            mask = _number(args[2], path, lineno, "mask") if len(args) == 3 else 0xFFFFFFFF
+            cmds.append(RegRead(lineno, nm, addr, _number(args[1], path, lineno, nm), mask))
+        elif op == "poll_reg_equal":
+            need(2)
+            nm, addr = reg(args[0])
+            cmds.append(PollRegEqual(lineno, nm, addr, _number(args[1], path, lineno, nm)))
+        elif op == "mem_init":
+            if len(args) == 3:  # mem_init(mem, base, "file")
+                cmds.append(MemLoad(lineno, _mem(args[0], path, lineno), _number(args[1], path, lineno, "base"),
+                                    path.parent / _string(args[2], path, lineno)))
+                continue
+            need(4)
+            pattern = args[3].strip()
+            if pattern not in FILL_PATTERNS:
+                raise TraceError(path, lineno, f"unknown mem_init pattern {pattern!r} (known: {', '.join(FILL_PATTERNS)})")
+            cmds.append(MemInit(lineno, _mem(args[0], path, lineno), _number(args[1], path, lineno, "base"),
+                                _number(args[2], path, lineno, "size"), FILL_PATTERNS[pattern]))
+        elif op == "mem_load":
+            need(3)
+            cmds.append(MemLoad(lineno, _mem(args[0], path, lineno), _number(args[1], path, lineno, "base"),
+                                path.parent / _string(args[2], path, lineno)))
+        elif op == "intr_notify":
+            need(2)
+            source = args[0].strip()
+            m2 = re.fullmatch(r"([A-Za-z_]+?)_([01])", source)
+            if not m2 or m2.group(1).upper() not in INTR_BITS:
+                raise TraceError(path, lineno, f"unknown interrupt source {source!r} (known: {', '.join(f'{k}_0' for k in INTR_BITS)})")
+            bit = INTR_BITS[m2.group(1).upper()] + int(m2.group(2))
+            cmds.append(IntrNotify(lineno, source.upper(), bit, args[1].strip()))
+        elif op == "check_crc":
+            need(5)
+            cmds.append(CheckCrc(lineno, args[0].strip(), _mem(args[1], path, lineno),
+                                 _number(args[2], path, lineno, "base"), _number(args[3], path, lineno, "size"),
+                                 _number(args[4], path, lineno, "crc")))
+        elif op == "check_file":
+            need(5)
+            cmds.append(CheckFile(lineno, args[0].strip(), _mem(args[1], path, lineno),
+                                  _number(args[2], path, lineno, "base"), _number(args[3], path, lineno, "size"),
+                                  path.parent / _string(args[4], path, lineno)))
+        elif op == "check_nothing":
+            need(1)
+            cmds.append(CheckNothing(lineno, args[0].strip()))
+        elif op in ("sync_notify", "sync_wait"):
+            need(2)
+            cls = SyncNotify if op == "sync_notify" else SyncWait
+            cmds.append(cls(lineno, args[0].strip(), args[1].strip()))
+        else:
+            raise TraceError(path, lineno, f"unknown command {op!r}")
+    return trace
+
+
+# ---- .dat payloads ------------------------------------------------------------------------------------
+_DAT_ENTRY = re.compile(
+    r"\{\s*'?offset'?\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,\s*'?size'?\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,"
+    r"\s*'?(?:payload|value)'?\s*:\s*([^}]*)\}"
+)
+
+
+def parse_dat(path: Path | str) -> tuple[np.ndarray, np.ndarray]:
+    """Parse a ``.dat`` payload file into (offsets, bytes): byte i of an entry goes to offset + i."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise TraceError(path, 0, f"cannot read data file: {exc.strerror or exc}") from None
+    offs: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    for m in _DAT_ENTRY.finditer(text):
+        off = int(m.group(1), 0)
+        size = int(m.group(2), 0)
+        toks = m.group(3).split()
+        if len(toks) != size:
+            line = text.count("\n", 0, m.start()) + 1
+            raise TraceError(path, line, f"entry at offset {off:#x} says size {size} but has {len(toks)} bytes")
+        try:
+            data = np.array([int(t, 16) for t in toks], dtype=np.int64)
+        except ValueError:
+            line = text.count("\n", 0, m.start()) + 1
+            raise TraceError(path, line, "bad payload byte") from None
+        if (data < 0).any() or (data > 255).any():
+            line = text.count("\n", 0, m.start()) + 1
+            raise TraceError(path, line, "payload byte out of range")
+        offs.append(off + np.arange(size, dtype=np.int64))
+        vals.append(data)
+    if not offs:
+        if text.strip().strip("{}").strip():
+            raise TraceError(path, 1, "no {offset:..., size:..., payload:...} entries")
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)
+    return np.concatenate(offs), np.concatenate(vals).astype(np.uint8)
+
+
+def write_dat(path: Path | str, data: bytes, chunk: int = 4, skip_zero: bool = False) -> None:
+    """Write bytes as a ``.dat`` file (entries of ``chunk`` bytes, as NVDLA's nv_small tests do)."""
+    lines = ["{"]
+    for off in range(0, len(data), chunk):
+        part = data[off : off + chunk]
+        if skip_zero and not any(part):
+            continue
+        payload = " ".join(f"0x{b:02x}" for b in part)
+        lines.append(f"{{offset:{off:#x}, size:{len(part)}, payload:{payload}}} ,")
+    lines.append("}")
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+# ---- .cfg writing -------------------------------------------------------------------------------------
+def format_command(cmd: Command, base_dir: Path | None = None) -> str:
+    """One command in NVDLA's .cfg syntax."""
+
+    def rel(p: Path) -> str:
+        return p.name if base_dir is None or p.parent == base_dir else str(p)
+
+    if isinstance(cmd, RegWrite):
+        return f"reg_write({cmd.name}, {cmd.value:#x});"
+    if isinstance(cmd, RegRead):
+        if cmd.expected is None:
+            return f"reg_read({cmd.name});"
+        return f"reg_read_check({cmd.name}, {cmd.expected:#x}, {cmd.mask:#x});"
+    if isinstance(cmd, PollRegEqual):
+        return f"poll_reg_equal({cmd.name}, {cmd.value:#x});"
+    if isinstance(cmd, MemInit):
+        pattern = {v: k for k, v in FILL_PATTERNS.items()}[cmd.fill]
+        return f"mem_init({cmd.mem}, {cmd.base:#x}, {cmd.size:#x}, {pattern});"
+    if isinstance(cmd, MemLoad):
+        return f'mem_load({cmd.mem}, {cmd.base:#x}, "{rel(cmd.file)}");'
+    if isinstance(cmd, IntrNotify):
+        return f"intr_notify({cmd.source}, {cmd.sync});"
+    if isinstance(cmd, CheckCrc):
+        return f"check_crc({cmd.sync}, {cmd.mem}, {cmd.base:#x}, {cmd.size:#x}, {cmd.crc:#010x});"
+    if isinstance(cmd, CheckFile):
+        return f'check_file({cmd.sync}, {cmd.mem}, {cmd.base:#x}, {cmd.size:#x}, "{rel(cmd.file)}");'
+    if isinstance(cmd, CheckNothing):
+        return f"check_nothing({cmd.sync});"
+    if isinstance(cmd, SyncNotify):
+        return f"sync_notify({cmd.unit}, {cmd.event});"
+    if isinstance(cmd, SyncWait):
+        return f"sync_wait({cmd.unit}, {cmd.event});"
+    raise TypeError(f"not a trace command: {cmd!r}")
+
+
+def write_cfg(path: Path | str, commands: Iterable[Command]) -> None:
+    path = Path(path)
+    path.write_text("\n".join(format_command(c, path.parent) for c in commands) + "\n")
+
+
+# ---- discovery ------------------------------------------------------------------------------------------
+def find_traces(root: Path | str) -> list[Path]:
+    """Trace ``.cfg`` files under ``root`` (a trace directory or a folder of them, searched recursively).
+    A directory's trace is ``<dir>/<dir>.cfg`` when present, else its single ``.cfg``."""
+    root = Path(root)
+    if root.is_file():
+        return [root]
+    found = []
+    for d in sorted({p.parent for p in root.rglob("*.cfg")}):
+        own = d / f"{d.name}.cfg"
+        cfgs = [own] if own.is_file() else sorted(d.glob("*.cfg"))
+        found.extend(cfgs)
+    return found
