@@ -127,11 +127,13 @@ class Unit:
         return {r.offset: r for r in self.registers}
 
     def register(self, name: str) -> Register:
-        name = name[:-2] if name.endswith("_0") and name not in self.by_name else name
-        try:
-            return self.by_name[name]
-        except KeyError:
-            raise RegisterError(f"unit {self.name} has no register {name}") from None
+        """Register by NVDLA name, with or without the ``_0`` instance suffix."""
+        reg = self.by_name.get(name)
+        if reg is None and name.endswith("_0"):
+            reg = self.by_name.get(name[:-2])
+        if reg is None:
+            raise RegisterError(f"unit {self.name} has no register {name}")
+        return reg
 
     @cached_property
     def op_enable_offset(self) -> int | None:

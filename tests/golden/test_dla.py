@@ -1,0 +1,132 @@
+"""Register-file semantics of golden.Dla, with stand-in engines so only the Dla is under test."""
+from __future__ import annotations
+
+import pytest
+
+from golden import ConfigError, Dla, RegisterError, UnsupportedError, get_config
+from golden.engines import Engine
+
+
+def recording_engine(name, units, rdma=None, done=(), source=None, sink=None, needs_rdma=True, log=None):
+    def run(ctx):
+        log.append((name, {u: int(ctx.regs[u].D_OP_ENABLE) for u in units}, ctx.flying_input))
+        return f"{name}-out" if sink else None
+
+    return Engine(
+        name=name, units=units, rdma=rdma, done_bits=done, run=run,
+        source=lambda regs: source, sink=lambda regs: sink, rdma_needed=lambda regs: needs_rdma,
+    )
+
+
+@pytest.fixture
+def dla():
+    return Dla(get_config("nv_small"))
+
+
+def test_producer_selects_the_group_and_s_registers_go_to_both(dla):
+    dla.write("NVDLA_PDP.S_POINTER_0", 1)
+    dla.write("NVDLA_PDP.D_DATA_CUBE_IN_WIDTH_0", 7)
+    assert dla.read("NVDLA_PDP.D_DATA_CUBE_IN_WIDTH_0") == 7
+    dla.write("NVDLA_PDP.S_POINTER_0", 0)
+    assert dla.read("NVDLA_PDP.D_DATA_CUBE_IN_WIDTH_0") == 0
+    assert dla.read("NVDLA_PDP.S_POINTER_0") == 0
+    dla.write("NVDLA_SDP.S_LUT_INFO_0", 0x30201)
+    dla.write("NVDLA_SDP.S_POINTER_0", 1)
+    assert dla.read("NVDLA_SDP.S_LUT_INFO_0") == 0x30201
+
+
+def test_op_enable_fires_completes_toggles_consumer_and_raises_group_bit(dla):
+    log = []
+    dla.engines = {"PDP": recording_engine("PDP", ("PDP",), rdma="PDP_RDMA", done=(("PDP", 4),), log=log)}
+    dla.write("NVDLA_PDP_RDMA.D_OP_ENABLE_0", 1)
+    assert not log, "PDP must wait for its own OP_EN"
+    dla.write("NVDLA_PDP.D_OP_ENABLE_0", 1)
+    assert len(log) == 1
+    assert dla.read("NVDLA_PDP.S_POINTER_0") == 0x10000  # consumer moved to group 1
+    assert dla.read("NVDLA_PDP.D_OP_ENABLE_0") == 0
+    assert dla.read("NVDLA_GLB.S_INTR_STATUS_0") == 1 << 4
+    # second operation in group 1 raises the group-1 bit
+    dla.write("NVDLA_PDP.S_POINTER_0", 1)
+    dla.write("NVDLA_PDP_RDMA.S_POINTER_0", 1)
+    dla.write("NVDLA_PDP_RDMA.D_OP_ENABLE_0", 1)
+    dla.write("NVDLA_PDP.D_OP_ENABLE_0", 1)
+    assert dla.read("NVDLA_GLB.S_INTR_STATUS_0") == (1 << 4) | (1 << 5)
+
+
+def test_interrupt_status_is_write_one_to_clear_and_mask_gates_the_line(dla):
+    dla.write("NVDLA_GLB.S_INTR_SET_0", 0x11)
+    assert dla.read("NVDLA_GLB.S_INTR_STATUS_0") == 0x11
+    dla.write("NVDLA_GLB.S_INTR_MASK_0", 0x3F03FC)  # the traces' mask: only SDP unmasked
+    assert dla.interrupt  # bit 0 unmasked
+    dla.write("NVDLA_GLB.S_INTR_STATUS_0", 0x1)
+    assert dla.read("NVDLA_GLB.S_INTR_STATUS_0") == 0x10
+    assert not dla.interrupt  # bit 4 is masked, its status stays
+    dla.write("NVDLA_GLB.S_INTR_STATUS_0", 0x10)
+    assert dla.read("NVDLA_GLB.S_INTR_STATUS_0") == 0
+
+
+def test_writing_an_enabled_group_is_a_config_error(dla):
+    dla.engines = {}
+    dla.write("NVDLA_PDP.D_OP_ENABLE_0", 1)
+    with pytest.raises(ConfigError, match="PDP.D_DATA_CUBE_IN_WIDTH"):
+        dla.write("NVDLA_PDP.D_DATA_CUBE_IN_WIDTH_0", 3)
+    assert dla.read("NVDLA_PDP.S_STATUS_0") == 1  # group 0 RUNNING (armed, consumer)
+
+
+def test_on_the_fly_chain_fires_only_when_every_part_is_armed(dla):
+    log = []
+    conv_units = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+    dla.engines = {
+        "CONV": recording_engine("CONV", conv_units, done=(("CACC", 20),), sink="SDP", log=log),
+        "SDP": recording_engine("SDP", ("SDP",), rdma="SDP_RDMA", done=(("SDP", 0),), source="CONV",
+                                needs_rdma=False, log=log),
+    }
+    dla.write("NVDLA_SDP.D_OP_ENABLE_0", 1)
+    for unit in conv_units[::-1][:-1]:
+        dla.write(f"NVDLA_{unit}.D_OP_ENABLE_0", 1)
+        assert not log
+    dla.write("NVDLA_CDMA.D_OP_ENABLE_0", 1)
+    assert [e[0] for e in log] == ["CONV", "SDP"]
+    assert log[1][2] == "CONV-out"  # data handed over on the fly
+    assert dla.read("NVDLA_GLB.S_INTR_STATUS_0") == (1 << 20) | 1
+    assert all(dla.read(f"NVDLA_{u}.S_POINTER_0") == 0x10000 for u in conv_units + ("SDP",))
+    assert dla.read("NVDLA_SDP_RDMA.S_POINTER_0") == 0  # not needed, not consumed
+
+
+def test_rdma_is_awaited_when_needed(dla):
+    log = []
+    dla.engines = {"CDP": recording_engine("CDP", ("CDP",), rdma="CDP_RDMA", done=(("CDP", 2),), log=log)}
+    dla.write("NVDLA_CDP.D_OP_ENABLE_0", 1)
+    assert not log
+    dla.write("NVDLA_CDP_RDMA.D_OP_ENABLE_0", 1)
+    assert log and dla.read("NVDLA_CDP_RDMA.S_POINTER_0") == 0x10000
+
+
+def test_lut_access_writes_auto_increment(dla):
+    dla.write("NVDLA_SDP.S_LUT_ACCESS_CFG_0", LUT_ADDR=2, LUT_TABLE_ID=1, LUT_ACCESS_TYPE=1)
+    for v in (0x1234, 0xFFFF, 0x8000):
+        dla.write("NVDLA_SDP.S_LUT_ACCESS_DATA_0", v)
+    lo = dla.units["SDP"].lut["LO"]
+    assert list(lo[2:5]) == [0x1234, -1, -0x8000]
+    dla.write("NVDLA_SDP.S_LUT_ACCESS_CFG_0", LUT_ADDR=3, LUT_TABLE_ID=1, LUT_ACCESS_TYPE=0)
+    assert dla.read("NVDLA_SDP.S_LUT_ACCESS_DATA_0") == 0xFFFF
+
+
+def test_cfgrom_describes_the_config():
+    small, wide = Dla(get_config("nv_small")), Dla(get_config("nv_small_256"))
+    assert small.read("NVDLA_CFGROM.CFGROM_CDMA_BASE_ATOMIC_C_0") == 8
+    assert wide.read("NVDLA_CFGROM.CFGROM_CDMA_BASE_ATOMIC_C_0") == 32
+    assert small.read("NVDLA_CFGROM.CFGROM_PDP_DESC_0") != 0
+    assert small.read("NVDLA_CFGROM.CFGROM_SDP_CAP_COMPAT_0") == 0x18
+    full256 = Dla(get_config("nv_small_256_full"))
+    assert full256.read("NVDLA_CFGROM.CFGROM_SDP_CAP_COMPAT_0") & 0x60 == 0x60
+    no_cdp = Dla(get_config("nv_small").derive(cdp=False))
+    assert no_cdp.read("NVDLA_CFGROM.CFGROM_CDP_DESC_0") == 0
+
+
+def test_absent_units_and_unmapped_addresses(dla):
+    with pytest.raises(UnsupportedError, match="BDMA"):
+        dla.write("NVDLA_BDMA.CFG_OP_0", 1)
+    with pytest.raises(RegisterError, match="0x9ffc"):
+        dla.write_reg(0x9FFC, 1)
+    assert dla.read("NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0") == 1

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from golden.layout import CubeLayout, read_cube, write_cube
+from golden.memory import PAGE_SIZE, Memory
+
+
+def test_unwritten_memory_reads_zero_and_crc_matches_zlib():
+    mem = Memory()
+    assert not mem.read(0x8000_0000, 16).any()
+    data = bytes(range(256)) * 600  # crosses page boundaries
+    mem.write(0x8000_FF00, data)
+    assert mem.read(0x8000_FF00, len(data)).tobytes() == data
+    assert mem.crc32(0x8000_FF00, len(data)) == zlib.crc32(data)
+    # a range covering unwritten bytes counts them as zeros
+    assert mem.crc32(0x8000_FE00, 0x200) == zlib.crc32(bytes(0x100) + data[:0x100])
+
+
+def test_memory_is_sparse():
+    mem = Memory()
+    mem.write(0x0, b"\x01")
+    mem.write(0xFFFF_0000, b"\x02")
+    assert mem.dram.allocated_bytes() == 2 * PAGE_SIZE
+    mem.fill(0x4000_0000, 1 << 24, 0)
+    assert mem.dram.allocated_bytes() == 2 * PAGE_SIZE
+
+
+def test_cvsram_is_a_separate_space():
+    mem = Memory()
+    mem.space("sec_mem").write(0x100, b"\xAA")
+    assert mem.read(0x100, 1)[0] == 0
+    assert mem.space(0).read(0x100, 1)[0] == 0xAA
+
+
+def test_gather_scatter_round_trip_including_wide_spans():
+    mem = Memory()
+    rng = np.random.default_rng(0)
+    offs = np.array([0, 5, 1 << 30, (1 << 30) + 3])  # wider than the span limit
+    vals = rng.integers(0, 256, offs.size).astype(np.uint8)
+    mem.dram.scatter(0x1000, offs, vals)
+    assert (mem.dram.gather(0x1000, offs) == vals).all()
+
+
+def test_cube_layout_places_elements_per_notes():
+    # element (c, h, w) at (c // A)*surf + h*line + w*A + c % A
+    lay = CubeLayout(channels=10, height=2, width=3, line_stride=0x40, surf_stride=0x100, atom=8)
+    cube = np.arange(lay.padded_channels * 2 * 3).reshape(16, 2, 3) - 40
+    mem = Memory()
+    write_cube(mem.dram, 0x2000, lay, cube)
+    raw = mem.read(0x2000, lay.span())
+    c, h, w = 9, 1, 2
+    assert raw[(c // 8) * 0x100 + h * 0x40 + w * 8 + c % 8].view(np.int8) == cube[c, h, w]
+    assert (read_cube(mem.dram, 0x2000, lay) == cube).all()

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from golden.regs import register_map
+from runtime.trace import (
+    CheckCrc,
+    IntrNotify,
+    MemLoad,
+    RegWrite,
+    TraceError,
+    find_traces,
+    parse_cfg,
+    parse_dat,
+    write_cfg,
+    write_dat,
+)
+
+SMALL = register_map("small")
+
+
+def test_parses_every_command_form(make_trace):
+    d = make_trace("t", [
+        "reg_write(NVDLA_PDP.D_DATA_CUBE_IN_WIDTH_0, 0x7);",
+        "reg_write(NVDLA_CDP.S_POINTER_0, 0);",
+        "reg_write(NVDLA_CDP.D_OP_ENABLE_0,0x1);",
+        "poll_reg_equal(NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0,0x1);",
+        "mem_init(pri_mem, 0x80000000, 0x1000, ALL_ZERO);",
+        'mem_load(pri_mem, 0x80000000, "x.dat");',
+        "intr_notify(cdma_dat_0, s0);",
+        "intr_notify(SDP_1, s1);",
+        "check_crc(s1, pri_mem, 0x80000000, 0x800, 0xf1e8ba9e); //MC",
+        "check_nothing(s0);",
+        "reg_read_check(NVDLA_PDP.D_DATA_CUBE_IN_WIDTH_0, 0x7);",
+        "sync_notify(NVDLA_SDP, e0);",
+    ])
+    t = parse_cfg(d / "t.cfg", SMALL)
+    assert len(t.commands) == 12
+    assert t.commands[0] == RegWrite(1, "NVDLA_PDP.D_DATA_CUBE_IN_WIDTH_0", SMALL.address("PDP", "D_DATA_CUBE_IN_WIDTH"), 7)
+    assert isinstance(t.commands[5], MemLoad) and t.commands[5].file == d / "x.dat"
+    assert t.commands[6] == IntrNotify(7, "CDMA_DAT_0", 16, "s0")
+    assert t.commands[7].bit == 1
+    assert t.commands[8] == CheckCrc(9, "s1", "pri_mem", 0x80000000, 0x800, 0xF1E8BA9E)
+    assert t.missing_files() == [d / "x.dat"]
+
+
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("frobnicate(1);", "unknown command 'frobnicate'"),
+        ("reg_write(NVDLA_PDP.D_NOT_A_REG_0, 0x1);", "has no register D_NOT_A_REG"),
+        ("reg_write(NVDLA_PDP.D_OP_ENABLE_0, 0xZZ);", "bad number"),
+        ("mem_init(pri_mem, 0x0, 0x10, SOMETIMES);", "unknown mem_init pattern"),
+        ("intr_notify(FOO_0, s);", "unknown interrupt source"),
+        ("check_crc(s, 1, 0x0, 0x10);", "check_crc takes 5 arguments"),
+        ("this is not a command", "cannot parse"),
+    ],
+)
+def test_malformed_lines_name_file_and_line(make_trace, line, message):
+    d = make_trace("bad", ["// header", "reg_write(NVDLA_PDP.S_POINTER_0, 0);", line])
+    with pytest.raises(TraceError) as ei:
+        parse_cfg(d / "bad.cfg", SMALL)
+    assert str(ei.value).startswith(f"{d / 'bad.cfg'}:3: ")
+    assert message in str(ei.value)
+
+
+def test_dat_round_trip_and_both_dialects(tmp_path):
+    data = bytes(np.random.default_rng(1).integers(0, 256, 37, dtype=np.uint8))
+    write_dat(tmp_path / "a.dat", data)
+    offs, vals = parse_dat(tmp_path / "a.dat")
+    assert offs.tolist() == list(range(37)) and vals.tobytes() == data
+    (tmp_path / "b.dat").write_text("{\n{'offset':0x20, size:2, value:0x0A 0xff},\n}\n")
+    offs, vals = parse_dat(tmp_path / "b.dat")
+    assert offs.tolist() == [0x20, 0x21] and vals.tolist() == [10, 255]
+
+
+def test_dat_errors_name_the_line(tmp_path):
+    (tmp_path / "c.dat").write_text("{\n{offset:0x0, size:4, payload:0x01 0x02} ,\n}\n")
+    with pytest.raises(TraceError, match=r"c\.dat:2: .*size 4 but has 2"):
+        parse_dat(tmp_path / "c.dat")
+
+
+def test_write_cfg_round_trip(make_trace):
+    d = make_trace("rt", [
+        "reg_write(NVDLA_SDP.D_DATA_CUBE_WIDTH_0, 0x1f);",
+        'mem_load(pri_mem, 0x80000000, "in.dat");',
+        "intr_notify(SDP_0, sync_id_0);",
+        "check_crc(sync_id_0, pri_mem, 0x80000000, 0x40, 0xdeadbeef);",
+    ])
+    t = parse_cfg(d / "rt.cfg", SMALL)
+    write_cfg(d / "copy.cfg", t.commands)
+    t2 = parse_cfg(d / "copy.cfg", SMALL)
+    assert t2.commands == t.commands
+
+
+def test_find_traces_prefers_the_directory_named_cfg(make_trace, tmp_path):
+    make_trace("one", ["check_nothing(0);"])
+    d = make_trace("two", ["check_nothing(0);"])
+    (d / "extra.cfg").write_text("check_nothing(0);\n")
+    found = find_traces(tmp_path)
+    assert [p.name for p in found] == ["one.cfg", "two.cfg"]
