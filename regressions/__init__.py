@@ -1,0 +1,1 @@
+"""Regression suites: conformance, end-to-end, RTL, fuzz, and independent reference math."""
