@@ -131,6 +131,8 @@ def program_pdp(hw: HwConfig, layer: PoolLayer) -> Program:
         p.reg(unit, "D_SRC_SURFACE_STRIDE", src_surf)
         p.reg(unit, "D_PARTIAL_WIDTH_IN", PARTIAL_WIDTH_IN_FIRST=w - 1)
     p.reg("PDP_RDMA", "D_SRC_RAM_CFG", SRC_RAM_TYPE=1)
+    p.reg("PDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=0)  # int8 (several units reset to int16)
+    p.reg("PDP", "D_DATA_FORMAT", INPUT_DATA=0)
     p.reg("PDP_RDMA", "D_FLYING_MODE", FLYING_MODE=1)
     p.reg("PDP_RDMA", "D_POOLING_KERNEL_CFG", KERNEL_WIDTH=kw - 1, KERNEL_STRIDE_WIDTH=sw - 1)
     p.reg("PDP_RDMA", "D_POOLING_PADDING_CFG", PAD_WIDTH=pl)
@@ -214,6 +216,8 @@ def program_cdp(hw: HwConfig, layer: LrnLayer) -> Program:
     p.reg("CDP_RDMA", "D_SRC_LINE_STRIDE", line)
     p.reg("CDP_RDMA", "D_SRC_SURFACE_STRIDE", surf)
     p.reg("CDP_RDMA", "D_SRC_DMA_CFG", SRC_RAM_TYPE=1)
+    p.reg("CDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=0)  # int8 (the reset value is int16)
+    p.reg("CDP", "D_DATA_FORMAT", INPUT_DATA_TYPE=0)
     p.reg("CDP", "D_FUNC_BYPASS", SQSUM_BYPASS=int(layer.sqsum_bypass), MUL_BYPASS=int(layer.mul_bypass))
     p.reg("CDP", "D_DST_BASE_ADDR_LOW", DST_BASE)
     p.reg("CDP", "D_DST_LINE_STRIDE", line)
@@ -241,6 +245,11 @@ class SdpLayer:
     x: np.ndarray  # (C, H, W) int8 values
     params: object
     operand_bytes: int = 2  # MEM operand element size, 1 or 2
+
+
+def _reg_operand(op, bits: int) -> int:
+    """Register word of a REG operand; 0 when the operand comes from memory."""
+    return int(op) & ((1 << bits) - 1) if np.ndim(op) == 0 else 0
 
 
 def _operand_kind(op) -> str:
@@ -300,8 +309,9 @@ def program_sdp(hw: HwConfig, layer: SdpLayer) -> Program:
     p.reg("SDP_RDMA", "D_SRC_LINE_STRIDE", line)
     p.reg("SDP_RDMA", "D_SRC_SURFACE_STRIDE", surf)
     p.reg("SDP_RDMA", "D_SRC_DMA_CFG", SRC_RAM_TYPE=1)
-    p.reg("SDP_RDMA", "D_FEATURE_MODE_CFG", 0)
+    p.reg("SDP_RDMA", "D_FEATURE_MODE_CFG", 0)  # off-flying, int8 in/proc/out
     p.reg("SDP", "D_FEATURE_MODE_CFG", 0)
+    p.reg("SDP", "D_DATA_FORMAT", PROC_PRECISION=0, OUT_PRECISION=0)
     base = OPERAND_BASE
     for stage, prefix, rdma in (("x1", "BS", "B"), ("x2", "BN", "N"), ("y", "EW", "E")):
         st = getattr(prm, stage)
@@ -328,12 +338,12 @@ def program_sdp(hw: HwConfig, layer: SdpLayer) -> Program:
                   EW_ALU_ALGO=st.alu_algo, EW_MUL_BYPASS=int(st.mul_bypass), EW_MUL_PRELU=int(st.mul_prelu),
                   EW_LUT_BYPASS=int(st.lut_bypass))
             p.reg("SDP", "D_DP_EW_ALU_CFG", EW_ALU_SRC=int(alu_mem), EW_ALU_CVT_BYPASS=int(st.alu_cvt.bypass))
-            p.reg("SDP", "D_DP_EW_ALU_SRC_VALUE", _u32(int(st.alu_operand)) if not alu_mem else 0)
+            p.reg("SDP", "D_DP_EW_ALU_SRC_VALUE", _reg_operand(st.alu_operand, 32))
             p.reg("SDP", "D_DP_EW_ALU_CVT_OFFSET_VALUE", _u32(st.alu_cvt.offset))
             p.reg("SDP", "D_DP_EW_ALU_CVT_SCALE_VALUE", st.alu_cvt.scale & 0xFFFF)
             p.reg("SDP", "D_DP_EW_ALU_CVT_TRUNCATE_VALUE", st.alu_cvt.truncate)
             p.reg("SDP", "D_DP_EW_MUL_CFG", EW_MUL_SRC=int(mul_mem), EW_MUL_CVT_BYPASS=int(st.mul_cvt.bypass))
-            p.reg("SDP", "D_DP_EW_MUL_SRC_VALUE", _u32(int(st.mul_operand)) if not mul_mem else 0)
+            p.reg("SDP", "D_DP_EW_MUL_SRC_VALUE", _reg_operand(st.mul_operand, 32))
             p.reg("SDP", "D_DP_EW_MUL_CVT_OFFSET_VALUE", _u32(st.mul_cvt.offset))
             p.reg("SDP", "D_DP_EW_MUL_CVT_SCALE_VALUE", st.mul_cvt.scale & 0xFFFF)
             p.reg("SDP", "D_DP_EW_MUL_CVT_TRUNCATE_VALUE", st.mul_cvt.truncate)
@@ -345,10 +355,10 @@ def program_sdp(hw: HwConfig, layer: SdpLayer) -> Program:
                 f"{prefix}_MUL_PRELU": int(st.mul_prelu), f"{prefix}_RELU_BYPASS": int(st.relu_bypass)})
             p.reg("SDP", f"D_DP_{prefix}_ALU_CFG", 0, **{f"{prefix}_ALU_SRC": int(alu_mem),
                                                        f"{prefix}_ALU_SHIFT_VALUE": st.alu_shift})
-            p.reg("SDP", f"D_DP_{prefix}_ALU_SRC_VALUE", int(st.alu_operand) & 0xFFFF if not alu_mem else 0)
+            p.reg("SDP", f"D_DP_{prefix}_ALU_SRC_VALUE", _reg_operand(st.alu_operand, 16))
             p.reg("SDP", f"D_DP_{prefix}_MUL_CFG", 0, **{f"{prefix}_MUL_SRC": int(mul_mem),
                                                        f"{prefix}_MUL_SHIFT_VALUE": st.mul_shift})
-            p.reg("SDP", f"D_DP_{prefix}_MUL_SRC_VALUE", int(st.mul_operand) & 0xFFFF if not mul_mem else 0)
+            p.reg("SDP", f"D_DP_{prefix}_MUL_SRC_VALUE", _reg_operand(st.mul_operand, 16))
     p.reg("SDP", "D_DST_BASE_ADDR_LOW", DST_BASE)
     p.reg("SDP", "D_DST_LINE_STRIDE", line)
     p.reg("SDP", "D_DST_SURFACE_STRIDE", surf)
@@ -361,3 +371,139 @@ def program_sdp(hw: HwConfig, layer: SdpLayer) -> Program:
         p.reg("SDP_RDMA", "D_OP_ENABLE", 1)
     p.reg("SDP", "D_OP_ENABLE", 1)
     return p
+
+
+# ---- direct convolution (CDMA/CSC/CMAC/CACC -> SDP on the fly) -----------------------------------------------
+@dataclass
+class ConvLayer:
+    x: np.ndarray  # (C, H, W) int8 values
+    w: np.ndarray  # (K, C, R, S) int8 weights
+    stride: tuple[int, int] = (1, 1)  # (sy, sx)
+    dilation: tuple[int, int] = (1, 1)  # (dy, dx)
+    pad: tuple[int, int] = (0, 0)  # (top, left); right/bottom padding follows from out_hw
+    pad_value: int = 0
+    out_hw: tuple[int, int] | None = None  # default: symmetric padding
+    clip_truncate: int = 0
+    cvt: tuple[int, int, int] | None = None  # CDMA input CVT (offset, scale, truncate)
+    #: SDP output CVT (offset, scale, shift) applied on the fly; identity saturates to int8.
+    out_cvt: tuple[int, int, int] = (0, 1, 0)
+
+    def output_hw(self) -> tuple[int, int]:
+        if self.out_hw is not None:
+            return self.out_hw
+        _, h, w = self.x.shape
+        _, _, r, s = self.w.shape
+        (sy, sx), (dy, dx), (pt, pl) = self.stride, self.dilation, self.pad
+        return ((h + 2 * pt - ((r - 1) * dy + 1)) // sy + 1, (w + 2 * pl - ((s - 1) * dx + 1)) // sx + 1)
+
+
+def pack_dc_weights(w: np.ndarray, hw: HwConfig) -> bytes:
+    """NVDLA direct-conv weight layout (NOTES §3): kernel groups of atomic K, channel groups of MAC
+    atomic C, then r, s, k, c; partial groups unpadded; total rounded up to the CBUF width."""
+    k_n, c_n, r_n, s_n = w.shape
+    kf, cf = hw.mac_atomic_k, hw.mac_atomic_c
+    parts = []
+    for k0 in range(0, k_n, kf):
+        for c0 in range(0, c_n, cf):
+            blk = w[k0:k0 + kf, c0:c0 + cf]  # (k, c, r, s)
+            parts.append(np.ascontiguousarray(blk.transpose(2, 3, 0, 1)).astype(np.int8).tobytes())
+    raw = b"".join(parts)
+    return raw + bytes(-len(raw) % hw.cbuf_bank_width)
+
+
+def program_conv(dla_or_hw, layer: ConvLayer) -> Program | bytes:
+    """Program a direct convolution whose int32 CACC output SDP converts on the fly and writes.
+    Given a ``Dla`` it runs the layer and returns the output bytes; given a HwConfig, the Program."""
+    from golden.config import HwConfig as _Hw
+
+    hw = dla_or_hw if isinstance(dla_or_hw, _Hw) else dla_or_hw.hw
+    atom = hw.atom_elements()
+    c, h, w = layer.x.shape
+    k, _, r, s = layer.w.shape
+    oh, ow = layer.output_hw()
+    line, surf = strides(c, h, w, atom)
+    out_line, out_surf = strides(k, oh, ow, atom)
+    from golden.engines.conv import entries_per_slice
+
+    eps = entries_per_slice(hw, c, w)  # CBUF entries per input line, as the CBUF rule demands
+    data_banks = -(-h * eps // hw.cbuf_bank_depth)
+    weights = pack_dc_weights(layer.w, hw)
+    wbytes = -(-len(weights) // 128) * 128
+    pad_raw = layer.pad_value & 0xFF
+    (sy, sx), (dy, dx), (pt, pl) = layer.stride, layer.dilation, layer.pad
+    p = Program(intr="SDP_0")
+    p.memory += [(SRC_BASE, pack_feature(layer.x, atom)), (WEIGHT_BASE, weights)]
+    p.output = (DST_BASE, -(-k // atom) * out_surf)
+    # SDP: on the fly from CACC, every stage bypassed, output CVT, written to memory.
+    p.reg("SDP", "S_POINTER", 0)
+    p.reg("SDP", "D_DATA_CUBE_WIDTH", ow - 1)
+    p.reg("SDP", "D_DATA_CUBE_HEIGHT", oh - 1)
+    p.reg("SDP", "D_DATA_CUBE_CHANNEL", k - 1)
+    p.reg("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE=1)
+    p.reg("SDP", "D_DATA_FORMAT", PROC_PRECISION=0, OUT_PRECISION=0)
+    p.reg("SDP", "D_DP_BS_CFG", BS_BYPASS=1, BS_ALU_BYPASS=1, BS_MUL_BYPASS=1, BS_RELU_BYPASS=1)
+    p.reg("SDP", "D_DP_BN_CFG", BN_BYPASS=1, BN_ALU_BYPASS=1, BN_MUL_BYPASS=1, BN_RELU_BYPASS=1)
+    p.reg("SDP", "D_DP_EW_CFG", EW_BYPASS=1, EW_ALU_BYPASS=1, EW_MUL_BYPASS=1, EW_LUT_BYPASS=1)
+    p.reg("SDP", "D_DST_BASE_ADDR_LOW", DST_BASE)
+    p.reg("SDP", "D_DST_LINE_STRIDE", out_line)
+    p.reg("SDP", "D_DST_SURFACE_STRIDE", out_surf)
+    p.reg("SDP", "D_DST_DMA_CFG", DST_RAM_TYPE=1)
+    off, scale, shift = layer.out_cvt
+    p.reg("SDP", "D_CVT_OFFSET", _u32(off))
+    p.reg("SDP", "D_CVT_SCALE", scale & 0xFFFF)
+    p.reg("SDP", "D_CVT_SHIFT", shift)
+    for unit in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"):
+        p.reg(unit, "S_POINTER", 0)
+        p.reg(unit, "D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=0,
+              **({"IN_PRECISION": 0} if unit in ("CDMA", "CSC") else {}))
+    p.reg("CDMA", "D_DATAIN_FORMAT", 0)
+    p.reg("CDMA", "D_DATAIN_SIZE_0", DATAIN_WIDTH=w - 1, DATAIN_HEIGHT=h - 1)
+    p.reg("CDMA", "D_DATAIN_SIZE_1", DATAIN_CHANNEL=c - 1)
+    p.reg("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=w - 1, DATAIN_HEIGHT_EXT=h - 1)
+    p.reg("CDMA", "D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=1)
+    p.reg("CDMA", "D_DAIN_ADDR_LOW_0", SRC_BASE)
+    p.reg("CDMA", "D_LINE_STRIDE", line)
+    p.reg("CDMA", "D_SURF_STRIDE", surf)
+    p.reg("CDMA", "D_DAIN_MAP", LINE_PACKED=1, SURF_PACKED=1)
+    p.reg("CDMA", "D_ENTRY_PER_SLICE", eps - 1)
+    p.reg("CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=r * s * c - 1)
+    p.reg("CDMA", "D_WEIGHT_SIZE_1", WEIGHT_KERNEL=k - 1)
+    p.reg("CDMA", "D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=1)
+    p.reg("CDMA", "D_WEIGHT_ADDR_LOW", WEIGHT_BASE)
+    p.reg("CDMA", "D_WEIGHT_BYTES", wbytes)
+    p.reg("CDMA", "D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
+    p.reg("CDMA", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
+    p.reg("CDMA", "D_ZERO_PADDING_VALUE", pad_raw)
+    p.reg("CDMA", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=max(hw.cbuf_bank_number - data_banks - 1, 0))
+    if layer.cvt is not None:
+        cvt_off, cvt_scale, cvt_trunc = layer.cvt
+        p.reg("CDMA", "D_CVT_CFG", CVT_EN=1, CVT_TRUNCATE=cvt_trunc)
+        p.reg("CDMA", "D_CVT_OFFSET", cvt_off & 0xFFFF)
+        p.reg("CDMA", "D_CVT_SCALE", cvt_scale & 0xFFFF)
+    p.reg("CSC", "D_DATAIN_FORMAT", 0)
+    p.reg("CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=w - 1, DATAIN_HEIGHT_EXT=h - 1)
+    p.reg("CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=c - 1)
+    p.reg("CSC", "D_ENTRY_PER_SLICE", eps - 1)
+    p.reg("CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=s - 1, WEIGHT_HEIGHT_EXT=r - 1)
+    p.reg("CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=c - 1, WEIGHT_KERNEL=k - 1)
+    p.reg("CSC", "D_WEIGHT_BYTES", wbytes)
+    p.reg("CSC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
+    p.reg("CSC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
+    p.reg("CSC", "D_ATOMICS", ow * oh - 1)
+    p.reg("CSC", "D_CONV_STRIDE_EXT", CONV_X_STRIDE_EXT=sx - 1, CONV_Y_STRIDE_EXT=sy - 1)
+    p.reg("CSC", "D_DILATION_EXT", X_DILATION_EXT=dx - 1, Y_DILATION_EXT=dy - 1)
+    p.reg("CSC", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
+    p.reg("CSC", "D_ZERO_PADDING_VALUE", pad_raw)
+    p.reg("CSC", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=max(hw.cbuf_bank_number - data_banks - 1, 0))
+    p.reg("CACC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
+    p.reg("CACC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
+    p.reg("CACC", "D_DATAOUT_ADDR", DST_BASE)
+    p.reg("CACC", "D_LINE_STRIDE", out_line)
+    p.reg("CACC", "D_SURF_STRIDE", out_surf)
+    p.reg("CACC", "D_CLIP_CFG", CLIP_TRUNCATE=layer.clip_truncate)
+    # Enable order of NVDLA's firmware: SDP first, then CACC, CMAC_A, CMAC_B, CSC, CDMA.
+    for unit in ("SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"):
+        p.reg(unit, "D_OP_ENABLE", 1)
+    if isinstance(dla_or_hw, _Hw):
+        return p
+    return p.run(dla_or_hw)

@@ -98,13 +98,13 @@ def lrn_layers(draw):
         oflow_priority=draw(st.integers(0, 1)),
         hybrid_priority=draw(st.integers(0, 1)),
         le_slope_uflow_scale=draw(st.integers(-32768, 32767)),
-        le_slope_uflow_shift=draw(st.integers(0, 31)),
+        le_slope_uflow_shift=draw(st.integers(-16, 15)),
         le_slope_oflow_scale=draw(st.integers(-32768, 32767)),
-        le_slope_oflow_shift=draw(st.integers(0, 31)),
+        le_slope_oflow_shift=draw(st.integers(-16, 15)),
         lo_slope_uflow_scale=draw(st.integers(-32768, 32767)),
-        lo_slope_uflow_shift=draw(st.integers(0, 31)),
+        lo_slope_uflow_shift=draw(st.integers(-16, 15)),
         lo_slope_oflow_scale=draw(st.integers(-32768, 32767)),
-        lo_slope_oflow_shift=draw(st.integers(0, 31)),
+        lo_slope_oflow_shift=draw(st.integers(-16, 15)),
     )
     return programs.LrnLayer(
         x, lut,
@@ -202,4 +202,52 @@ def test_sdp_matches_reference(config, layer):
     got = run_golden(hw, programs.program_sdp(hw, layer), c, h, w)
     atom = hw.atom_elements()
     want = ref_sdp.sdp(padded(layer.x, atom), padded_operands(layer.params, atom))
+    np.testing.assert_array_equal(got, want)
+
+
+# ---- direct convolution ----------------------------------------------------------------------------------
+@st.composite
+def conv_layers(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    c, h, w = draw(st.integers(1, 40)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    k, r, s = draw(st.integers(1, 40)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    dy, dx = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    pt, pl = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+    sy, sx = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    eff_r, eff_s = (r - 1) * dy + 1, (s - 1) * dx + 1
+    oh = (h + 2 * pt - eff_r) // sy + 1
+    ow = (w + 2 * pl - eff_s) // sx + 1
+    if oh < 1 or ow < 1:
+        dy = dx = 1
+        r, s, pt, pl = 1, 1, 0, 0
+        oh, ow = (h - 1) // sy + 1, (w - 1) // sx + 1
+    cvt = None
+    if draw(st.booleans()):
+        cvt = (draw(st.integers(-128, 127)), draw(st.integers(-1024, 1024)), draw(st.integers(0, 12)))
+    return programs.ConvLayer(
+        x=rng.integers(-128, 128, (c, h, w)), w=rng.integers(-128, 128, (k, c, r, s)),
+        stride=(sy, sx), dilation=(dy, dx), pad=(pt, pl), pad_value=draw(st.integers(-128, 127)),
+        out_hw=(oh, ow), clip_truncate=draw(st.integers(0, 16)), cvt=cvt,
+        out_cvt=(draw(st.integers(-1000, 1000)), draw(st.integers(1, 64)), draw(st.integers(0, 12))),
+    )
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@SETTINGS
+@given(layer=conv_layers())
+def test_conv_matches_reference(config, layer):
+    from regressions.reference import conv as ref_conv
+
+    hw = get_config(config)
+    k = layer.w.shape[0]
+    oh, ow = layer.output_hw()
+    raw = programs.program_conv(Dla(hw), layer)
+    got = programs.unpack_feature(raw, k, oh, ow, hw.atom_elements(), lanes=True)
+    x = layer.x if layer.cvt is None else ref_conv.cdma_input_cvt(layer.x, *layer.cvt)
+    acc = ref_conv.direct_conv(x, layer.w, stride=layer.stride, dilation=layer.dilation, pad=layer.pad,
+                               pad_value=layer.pad_value, out_hw=(oh, ow), clip_truncate=layer.clip_truncate)
+    cacc = np.zeros((got.shape[0], oh, ow), dtype=np.int64)  # lanes past K hold 0 from the CACC
+    cacc[:k] = acc
+    off, scale, shift = layer.out_cvt
+    want = ref_sdp.sdp(cacc, ref_sdp.SdpParams(cvt_offset=off, cvt_scale=scale, cvt_shift=shift))
     np.testing.assert_array_equal(got, want)

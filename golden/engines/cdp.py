@@ -1,0 +1,336 @@
+"""CDP: cross-channel local response normalization (LRN), int8 (NVDLA_NOTES §4 CDP).
+
+Follows NVDLA's cmod (``cmod/cdp/NV_NVDLA_cdp.cpp lookup_lut_int8``, ``cmod/hls/cdp_libs``), checked
+bit for bit against the nv_small trace tests. Per element (c, h, w) of the padded cube:
+
+1. input CVT ``x' = sat9(rha((x - DATIN_OFFSET[7:0]s) * DATIN_SCALE, DATIN_SHIFTER))``; channels outside
+   [0, C) -- the padding lanes of the last surface and the neighbours beyond either end -- are fed
+   DATIN_OFFSET, so their x' is 0;
+2. ``S = sum of x'^2`` over channels c-(NORMALZ_LEN+1) .. c+(NORMALZ_LEN+1) (``S = x'_c`` with SQSUM_BYPASS);
+3. two LUTs (LE: exponent or linear, 65 entries; LO: linear, 257 entries) each classify S as underflow,
+   overflow or hit and produce a value; the priorities in S_LUT_CFG pick one;
+4. ``m = r * x'_c`` (or r with MUL_BYPASS);
+5. output CVT ``sat8(rha((m - DATOUT_OFFSET[24:0]s) * DATOUT_SCALE, DATOUT_SHIFTER))``.
+
+Channel-wise the window needs at most nine taps, so everything runs on whole cubes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from golden.arith import rha, sat, sign_extend
+from golden.engines import Engine, OpContext, register
+from golden.engines.pdp import check_int8, feature_cube
+from golden.errors import UnsupportedError
+from golden.layout import read_cube, write_cube
+from golden.regs import RegValue, RegView
+
+#: ``S_LUT_CFG.LUT_LE_FUNCTION``.
+EXPONENT, LINEAR = 0, 1
+#: ``S_LUT_CFG`` priorities: 0 selects LE, 1 selects LO.
+LE, LO = 0, 1
+LE_DEPTH, LO_DEPTH = 65, 257
+#: The cmod's interpolation/slope intermediate width (``INTERP_INTERMIDIATE_BITS_INT8``).
+INTERP_BITS = 56
+#: Fraction bits of the interpolation weight (the RTL keeps 16).
+FRACTION_BITS = 16
+
+
+# ---- configuration -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Table:
+    """One LUT's registers: range, index scaling and the slopes used outside the range."""
+
+    start: int  # 38-bit signed
+    end: int
+    index_select: int  # linear mode: index = (S - start) >> index_select (negative: left shift)
+    uflow_scale: int  # int16
+    uflow_shift: int  # signed 5-bit: negative shifts left
+    oflow_scale: int
+    oflow_shift: int
+
+
+@dataclass(frozen=True)
+class Lut:
+    le_function: int
+    uflow_priority: int
+    oflow_priority: int
+    hybrid_priority: int
+    le_index_offset: int  # int8, exponent mode
+    le: Table
+    lo: Table
+
+    @classmethod
+    def from_view(cls, cdp: RegView) -> "Lut":
+        cfg, info = cdp.S_LUT_CFG, cdp.S_LUT_INFO
+        return cls(
+            le_function=cfg.LUT_LE_FUNCTION,
+            uflow_priority=cfg.LUT_UFLOW_PRIORITY,
+            oflow_priority=cfg.LUT_OFLOW_PRIORITY,
+            hybrid_priority=cfg.LUT_HYBRID_PRIORITY,
+            le_index_offset=info.signed("LUT_LE_INDEX_OFFSET"),
+            le=_table(cdp, "LE", _index_select(info, "LUT_LE_INDEX_SELECT")),
+            lo=_table(cdp, "LO", _index_select(info, "LUT_LO_INDEX_SELECT")),
+        )
+
+
+def _start38(cdp: RegView, t: str, edge: str) -> int:
+    """S_LUT_{LE,LO}_{START,END}: 32 low bits plus a 6-bit signed high part (38-bit signed)."""
+    high = getattr(cdp, f"S_LUT_{t}_{edge}_HIGH").signed(f"LUT_{t}_{edge}_HIGH")
+    low = getattr(getattr(cdp, f"S_LUT_{t}_{edge}_LOW"), f"LUT_{t}_{edge}_LOW")
+    return (high << 32) | low
+
+
+def _index_select(info: RegValue, name: str) -> int:
+    """The cmod sign-extends bit 5 of the 8-bit field (a 6-bit signed shift). Bits 7:6 without bit 5
+    would make it shift by 64 or more, which the cmod leaves undefined."""
+    v = getattr(info, name)
+    if v & 0x20:
+        return (v & 0x3F) - 0x40
+    if v > 0x1F:
+        raise info.fail(name, f"{v:#x} is not a 6-bit signed shift (-32..31)")
+    return v
+
+
+def _table(cdp: RegView, t: str, index_select: int) -> Table:
+    scale, shift = getattr(cdp, f"S_LUT_{t}_SLOPE_SCALE"), getattr(cdp, f"S_LUT_{t}_SLOPE_SHIFT")
+    return Table(
+        start=_start38(cdp, t, "START"),
+        end=_start38(cdp, t, "END"),
+        index_select=index_select,
+        uflow_scale=scale.signed(f"LUT_{t}_SLOPE_UFLOW_SCALE"),
+        uflow_shift=shift.signed(f"LUT_{t}_SLOPE_UFLOW_SHIFT"),
+        oflow_scale=scale.signed(f"LUT_{t}_SLOPE_OFLOW_SCALE"),
+        oflow_shift=shift.signed(f"LUT_{t}_SLOPE_OFLOW_SHIFT"),
+    )
+
+
+@dataclass(frozen=True)
+class Lrn:
+    """Datapath settings outside the LUT."""
+
+    normalz_len: int  # NORMALZ_LEN field: window of 2*(len+1)+1 channels
+    sqsum_bypass: bool
+    mul_bypass: bool
+    datin_offset: int  # int8 (the low byte of DATIN_OFFSET)
+    datin_scale: int  # int16
+    datin_shift: int  # 0..31
+    datout_offset: int  # 25-bit signed
+    datout_scale: int  # int16
+    datout_shift: int  # 0..63
+
+    @classmethod
+    def from_view(cls, cdp: RegView) -> "Lrn":
+        bypass = cdp.D_FUNC_BYPASS
+        return cls(
+            normalz_len=cdp.D_LRN_CFG.NORMALZ_LEN,
+            sqsum_bypass=bool(bypass.SQSUM_BYPASS),
+            mul_bypass=bool(bypass.MUL_BYPASS),
+            datin_offset=int(sign_extend(cdp.D_DATIN_OFFSET.DATIN_OFFSET, 8)),
+            datin_scale=cdp.D_DATIN_SCALE.signed("DATIN_SCALE"),
+            datin_shift=cdp.D_DATIN_SHIFTER.DATIN_SHIFTER,
+            datout_offset=int(sign_extend(cdp.D_DATOUT_OFFSET.DATOUT_OFFSET, 25)),
+            datout_scale=cdp.D_DATOUT_SCALE.signed("DATOUT_SCALE"),
+            datout_shift=cdp.D_DATOUT_SHIFTER.DATOUT_SHIFTER,
+        )
+
+
+# ---- arithmetic ----------------------------------------------------------------------------------
+def cmod_convert(v: np.ndarray, shift: int, bits: int = INTERP_BITS) -> np.ndarray:
+    """The cmod's ``convert``: v / 2^shift in double precision, rounded half away from zero, clamped to
+    ``bits`` signed. For every |v| < 2^53 (all legal START/END/slope settings) this is exactly
+    ``sat(rha(v, shift), bits)``; beyond that it reproduces the cmod's double rounding."""
+    f = np.asarray(v, dtype=np.int64).astype(np.float64) / (2.0 ** shift)
+    r = np.trunc(np.where(np.asarray(v) > 0, f + 0.5, f - 0.5))
+    r = np.clip(r, -(2.0 ** 62), 2.0 ** 62).astype(np.int64)
+    return sat(r, bits)
+
+
+def input_cvt(x: np.ndarray, p: Lrn) -> np.ndarray:
+    return sat(rha((x - p.datin_offset) * p.datin_scale, p.datin_shift), 9)
+
+
+def square_sum(xc: np.ndarray, channels: int, normalz_len: int) -> np.ndarray:
+    """Sum of x'^2 over the channel window; channels >= ``channels`` (padding lanes) count as 0."""
+    half = normalz_len + 1
+    sq = xc * xc
+    sq[channels:] = 0
+    padded = np.concatenate([np.zeros((half,) + sq.shape[1:], np.int64), sq, np.zeros((half,) + sq.shape[1:], np.int64)])
+    out = np.zeros_like(sq)
+    for d in range(2 * half + 1):
+        out += padded[d : d + sq.shape[0]]
+    return out
+
+
+# LUT classification codes
+UFLOW, OFLOW, HIT = 0, 1, 2
+
+
+def _interp(table: np.ndarray, idx: np.ndarray, frac16: np.ndarray) -> np.ndarray:
+    y0 = table[idx]
+    y1 = table[idx + 1]
+    return y0 + cmod_convert((y1 - y0) * frac16, FRACTION_BITS)
+
+
+def _outside(s: np.ndarray, tbl: np.ndarray, t: Table, kind: np.ndarray, uflow_bias: int = 0) -> np.ndarray:
+    """Underflow/overflow value: the edge entry plus the slope times the distance past START/END."""
+    # int64 arithmetic wraps exactly like the cmod's.
+    under = tbl[0] + cmod_convert((s - t.start - uflow_bias) * t.uflow_scale, t.uflow_shift)
+    over = tbl[-1] + cmod_convert((s - t.end) * t.oflow_scale, t.oflow_shift)
+    return np.where(kind == UFLOW, under, over)
+
+
+def lookup_linear(s: np.ndarray, tbl: np.ndarray, t: Table) -> tuple[np.ndarray, np.ndarray]:
+    """Linear table (LO always, LE with LUT_LE_FUNCTION=LINEAR): (value sat16, classification)."""
+    depth = tbl.size
+    raw = s - t.start
+    sel = t.index_select
+    idx = raw >> sel if sel >= 0 else np.left_shift(raw, -sel)  # int64 wrap like the cmod
+    kind = np.where((idx < 0) | (raw <= 0), UFLOW, np.where(idx >= depth - 1, OFLOW, HIT))
+    safe = np.where(kind == HIT, idx, 0)
+    if sel < 0:
+        frac = np.zeros_like(raw)
+    else:
+        rem = raw & ((1 << sel) - 1)
+        frac = rem >> (sel - FRACTION_BITS) if sel > FRACTION_BITS else rem << (FRACTION_BITS - sel)
+    value = np.where(kind == HIT, _interp(tbl, safe, frac), _outside(s, tbl, t, kind))
+    return sat(value, 16), kind
+
+
+def lookup_exponent(s: np.ndarray, tbl: np.ndarray, t: Table, index_offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """LE in exponent mode: the index is floor(log2(S - start)) - LE_INDEX_OFFSET."""
+    raw = s - t.start
+    pos = np.maximum(raw, 1)
+    log2 = np.frexp(pos.astype(np.float64))[1].astype(np.int64) - 1  # exact for |raw| < 2^53
+    idx = np.where(raw > 0, log2, 0) - index_offset
+    kind = np.where((idx < 0) | (raw <= 0), UFLOW, np.where(idx >= tbl.size - 1, OFLOW, HIT))
+    safe = np.where(kind == HIT, idx, 0)
+    lead = np.where(kind == HIT, log2, 0)  # = idx + offset
+    rem = pos - (np.int64(1) << lead)
+    frac = np.where(
+        lead > FRACTION_BITS,
+        rem >> np.maximum(lead - FRACTION_BITS, 0),
+        rem << np.maximum(FRACTION_BITS - lead, 0),
+    )
+    # Underflow measures from START + 2^offset (offset >= 0); the cmod's int64 shift wraps the count.
+    bias = 0 if index_offset < 0 else int(np.int64(1) << np.int64(index_offset & 63))
+    value = np.where(kind == HIT, _interp(tbl, safe, frac), _outside(s, tbl, t, kind, bias))
+    return sat(value, 16), kind
+
+
+@dataclass(frozen=True)
+class LutStats:
+    """The CDP's LUT and saturation counters (``D_PERF_LUT_*``, ``D_OUT_SATURATION``)."""
+
+    uflow: int
+    oflow: int
+    hybrid: int
+    le_hit: int
+    lo_hit: int
+    saturation: int
+
+
+def lut_select(lut: Lut, le_val, le_kind, lo_val, lo_kind) -> tuple[np.ndarray, dict[str, int]]:
+    """Pick LE or LO per element: both underflow -> UFLOW_PRIORITY, both overflow -> OFLOW_PRIORITY,
+    exactly one hit -> that one, anything else (both hit, or under/over mixed) -> HYBRID_PRIORITY."""
+    both_u = (le_kind == UFLOW) & (lo_kind == UFLOW)
+    both_o = (le_kind == OFLOW) & (lo_kind == OFLOW)
+    le_hit = le_kind == HIT
+    lo_hit = lo_kind == HIT
+    only_le = ~both_u & ~both_o & le_hit & ~lo_hit
+    only_lo = ~both_u & ~both_o & lo_hit & ~le_hit
+    hybrid = ~(both_u | both_o | only_le | only_lo)
+    use_lo = (
+        (both_u & (lut.uflow_priority == LO))
+        | (both_o & (lut.oflow_priority == LO))
+        | only_lo
+        | (hybrid & (lut.hybrid_priority == LO))
+    )
+    counts = {
+        "uflow": int(both_u.sum()),
+        "oflow": int(both_o.sum()),
+        "le_hit": int(only_le.sum()),
+        "lo_hit": int(only_lo.sum()),
+        "hybrid": int(hybrid.sum()),
+    }
+    return np.where(use_lo, lo_val, le_val), counts
+
+
+def output_cvt(m: np.ndarray, p: Lrn) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 result, saturation flag) as the HLS IntShiftRightSat: the flag is raised when the rounded,
+    saturated result is more than 1 away from the floor-shifted value."""
+    v = (m - p.datout_offset) * p.datout_scale
+    out = sat(rha(v, p.datout_shift), 8)
+    floor = v >> p.datout_shift
+    return out, np.abs(floor - out) > 1
+
+
+def lrn(x: np.ndarray, channels: int, p: Lrn, lut: Lut, le_table: np.ndarray, lo_table: np.ndarray) -> tuple[np.ndarray, LutStats]:
+    """LRN of a padded (C_pad, H, W) int8-valued cube; lanes >= ``channels`` are padding."""
+    xc = input_cvt(np.asarray(x, dtype=np.int64), p)
+    xc[channels:] = 0  # padding lanes are fed DATIN_OFFSET, which converts to 0
+    s = xc.copy() if p.sqsum_bypass else square_sum(xc, channels, p.normalz_len)
+    le_table = np.asarray(le_table, dtype=np.int64)
+    lo_table = np.asarray(lo_table, dtype=np.int64)
+    if lut.le_function == EXPONENT:
+        le_val, le_kind = lookup_exponent(s, le_table, lut.le, lut.le_index_offset)
+    else:
+        le_val, le_kind = lookup_linear(s, le_table, lut.le)
+    lo_val, lo_kind = lookup_linear(s, lo_table, lut.lo)
+    r, counts = lut_select(lut, le_val, le_kind, lo_val, lo_kind)
+    m = r if p.mul_bypass else r * xc
+    out, saturated = output_cvt(m, p)
+    return out, LutStats(saturation=int(saturated.sum()), **counts)
+
+
+# ---- the engine ----------------------------------------------------------------------------------
+def _check_tables(le: np.ndarray, lo: np.ndarray) -> None:
+    if np.asarray(le).shape != (LE_DEPTH,) or np.asarray(lo).shape != (LO_DEPTH,):
+        raise ValueError(f"CDP LUTs must have {LE_DEPTH}/{LO_DEPTH} entries")
+
+
+def run(ctx: OpContext) -> None:
+    cdp, rdma = ctx.regs["CDP"], ctx.regs["CDP_RDMA"]
+    check_int8(cdp.D_DATA_FORMAT, "INPUT_DATA_TYPE", "CDP")
+    check_int8(rdma.D_DATA_FORMAT, "INPUT_DATA", "CDP_RDMA")
+    for view, reg, name in ((rdma, "D_SRC_COMPRESSION_EN", "SRC_COMPRESSION_EN"), (cdp, "D_DST_COMPRESSION_EN", "DST_COMPRESSION_EN")):
+        value = getattr(view, reg)
+        if getattr(value, name):
+            raise UnsupportedError(view.unit.name, f"{value.where(name)}: compressed surfaces are not modelled")
+    channels = rdma.D_DATA_CUBE_CHANNEL.CHANNEL + 1
+    height = rdma.D_DATA_CUBE_HEIGHT.HEIGHT + 1
+    width = rdma.D_DATA_CUBE_WIDTH.WIDTH + 1
+    p = Lrn.from_view(cdp)
+    lut = Lut.from_view(cdp)
+    tables = ctx.lut["CDP"]
+    _check_tables(tables["LE"], tables["LO"])
+
+    space, base, layout = feature_cube(ctx.hw, ctx.mem, rdma, "SRC", "D_SRC_DMA_CFG", channels, height, width)
+    x = read_cube(space, base, layout)
+    out, stats = lrn(x, channels, p, lut, tables["LE"], tables["LO"])
+    space, base, out_layout = feature_cube(ctx.hw, ctx.mem, cdp, "DST", "D_DST_DMA_CFG", channels, height, width)
+    write_cube(space, base, out_layout, out)
+
+    ctx.report("CDP", "D_OUT_SATURATION", stats.saturation)
+    ctx.report("CDP", "D_PERF_LUT_UFLOW", stats.uflow)
+    ctx.report("CDP", "D_PERF_LUT_OFLOW", stats.oflow)
+    ctx.report("CDP", "D_PERF_LUT_HYBRID", stats.hybrid)
+    ctx.report("CDP", "D_PERF_LUT_LE_HIT", stats.le_hit)
+    ctx.report("CDP", "D_PERF_LUT_LO_HIT", stats.lo_hit)
+    for reg in ("D_NAN_INPUT_NUM", "D_INF_INPUT_NUM", "D_NAN_OUTPUT_NUM"):
+        ctx.report("CDP", reg, 0)  # floating-point statistics; always 0 for int8
+    return None
+
+
+ENGINE = register(
+    Engine(
+        name="CDP",
+        units=("CDP",),
+        rdma="CDP_RDMA",
+        done_bits=(("CDP", 2),),
+        run=run,
+        lut_units=("CDP",),
+    )
+)

@@ -1,0 +1,603 @@
+"""SDP: the single data point processor (int8 path), bit-accurate to NVDLA's cmod.
+
+Pipeline (NVDLA_NOTES §4 "SDP"; cmod ``hls/sdp/*.cpp``, ``hls_wrapper/sdp_hls_wrapper.cpp``,
+``sdp/NV_NVDLA_sdp.cpp``)::
+
+    input (int8 from SDP_RDMA, or int32 from CACC on the fly)
+      -> X1 (BS): ALU -> MUL -> truncate -> ReLU
+      -> X2 (BN): same stage
+      -> Y  (EW): MUL -> ALU -> LUT
+      -> C: output CVT -> int8 to memory (D_DST_*), or on the fly to PDP
+
+Every stage works on the whole padded cube (C rounded up to the memory atom, H, W) as int64; all lanes of
+the last surface are computed and written (NOTES §8.3). Widths follow the cmod exactly: X keeps a 33-bit
+ALU result and a 49-bit product; Y multiplies 32 x 32 bits, which fits int64 exactly since
+|x·op| <= 2^62, and truncates with ``rha_exact`` (the 10-bit EW shift goes up to 1023).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from golden.arith import sat, sign_extend
+from golden.engines import Engine, OpContext, Views, register
+from golden.engines.sdp_lut import LutConfig, lut_lookup, rha_exact
+from golden.errors import ConfigError, UnsupportedError
+from golden.layout import CubeLayout, read_cube, write_cube
+from golden.memory import AddressSpace
+from golden.regs import RegView
+
+# Register encodings (NVDLA_SDP.rdl / NVDLA_SDP_RDMA.rdl).
+FLYING_ON = 1
+OUTPUT_DST_PDP = 1
+ALU_MAX, ALU_MIN, ALU_SUM, ALU_EQL = 0, 1, 2, 3
+DATA_USE_MUL, DATA_USE_ALU, DATA_USE_BOTH = 0, 1, 2
+PRECISIONS = {0: "INT8", 1: "INT16", 2: "FP16"}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Decoded configuration
+# ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class XConfig:
+    """One X stage (BS = X1 or BN = X2): ``D_DP_{BS,BN}_*``."""
+
+    name: str  # "BS" or "BN"
+    bypass: bool
+    alu_bypass: bool
+    alu_algo: int  # 0 MAX, 1 MIN, 2/3 SUM
+    alu_mem: bool
+    alu_shift: int  # 6 bits
+    alu_operand: int  # signed 16 bits
+    mul_bypass: bool
+    mul_prelu: bool
+    mul_mem: bool
+    mul_shift: int  # low 6 bits of the 8-bit field
+    mul_operand: int  # signed 16 bits
+    relu_bypass: bool
+
+    @classmethod
+    def from_view(cls, sdp: RegView, name: str) -> "XConfig":
+        cfg = getattr(sdp, f"D_DP_{name}_CFG")
+        alu = getattr(sdp, f"D_DP_{name}_ALU_CFG")
+        mul = getattr(sdp, f"D_DP_{name}_MUL_CFG")
+        return cls(
+            name=name,
+            bypass=bool(getattr(cfg, f"{name}_BYPASS")),
+            alu_bypass=bool(getattr(cfg, f"{name}_ALU_BYPASS")),
+            alu_algo=getattr(cfg, f"{name}_ALU_ALGO"),
+            alu_mem=bool(getattr(alu, f"{name}_ALU_SRC")),
+            alu_shift=getattr(alu, f"{name}_ALU_SHIFT_VALUE") & 0x3F,
+            alu_operand=getattr(sdp, f"D_DP_{name}_ALU_SRC_VALUE").signed(f"{name}_ALU_OPERAND"),
+            mul_bypass=bool(getattr(cfg, f"{name}_MUL_BYPASS")),
+            mul_prelu=bool(getattr(cfg, f"{name}_MUL_PRELU")),
+            mul_mem=bool(getattr(mul, f"{name}_MUL_SRC")),
+            mul_shift=getattr(mul, f"{name}_MUL_SHIFT_VALUE") & 0x3F,
+            mul_operand=getattr(sdp, f"D_DP_{name}_MUL_SRC_VALUE").signed(f"{name}_MUL_OPERAND"),
+            relu_bypass=bool(getattr(cfg, f"{name}_RELU_BYPASS")),
+        )
+
+    @property
+    def uses_alu_mem(self) -> bool:
+        return not self.bypass and not self.alu_bypass and self.alu_mem
+
+    @property
+    def uses_mul_mem(self) -> bool:
+        return not self.bypass and not self.mul_bypass and self.mul_mem
+
+
+@dataclass(frozen=True)
+class OperandCvt:
+    """The EW operand converter: ``sat32(rha((v − offset)·scale, truncate))`` unless bypassed."""
+
+    bypass: bool
+    offset: int  # signed 32 bits
+    scale: int  # signed 16 bits
+    truncate: int  # 6 bits
+
+
+@dataclass(frozen=True)
+class YConfig:
+    """The Y (EW) stage: ``D_DP_EW_*``."""
+
+    bypass: bool
+    alu_bypass: bool
+    alu_algo: int  # 0 MAX, 1 MIN, 2 SUM, 3 EQL
+    alu_mem: bool
+    alu_operand: int  # signed 32 bits (REG operands are not converted)
+    alu_cvt: OperandCvt
+    mul_bypass: bool
+    mul_prelu: bool
+    mul_mem: bool
+    mul_operand: int  # signed 32 bits
+    mul_cvt: OperandCvt
+    truncate: int  # 10 bits
+    lut_bypass: bool
+
+    @classmethod
+    def from_view(cls, sdp: RegView) -> "YConfig":
+        cfg, alu, mul = sdp.D_DP_EW_CFG, sdp.D_DP_EW_ALU_CFG, sdp.D_DP_EW_MUL_CFG
+
+        def cvt(kind: str, bypass: int) -> OperandCvt:
+            return OperandCvt(
+                bypass=bool(bypass),
+                offset=getattr(sdp, f"D_DP_EW_{kind}_CVT_OFFSET_VALUE").signed(f"EW_{kind}_CVT_OFFSET"),
+                scale=getattr(sdp, f"D_DP_EW_{kind}_CVT_SCALE_VALUE").signed(f"EW_{kind}_CVT_SCALE"),
+                truncate=getattr(getattr(sdp, f"D_DP_EW_{kind}_CVT_TRUNCATE_VALUE"), f"EW_{kind}_CVT_TRUNCATE"),
+            )
+
+        return cls(
+            bypass=bool(cfg.EW_BYPASS),
+            alu_bypass=bool(cfg.EW_ALU_BYPASS),
+            alu_algo=cfg.EW_ALU_ALGO,
+            alu_mem=bool(alu.EW_ALU_SRC),
+            alu_operand=sdp.D_DP_EW_ALU_SRC_VALUE.signed("EW_ALU_OPERAND"),
+            alu_cvt=cvt("ALU", alu.EW_ALU_CVT_BYPASS),
+            mul_bypass=bool(cfg.EW_MUL_BYPASS),
+            mul_prelu=bool(cfg.EW_MUL_PRELU),
+            mul_mem=bool(mul.EW_MUL_SRC),
+            mul_operand=sdp.D_DP_EW_MUL_SRC_VALUE.signed("EW_MUL_OPERAND"),
+            mul_cvt=cvt("MUL", mul.EW_MUL_CVT_BYPASS),
+            truncate=sdp.D_DP_EW_TRUNCATE_VALUE.EW_TRUNCATE,
+            lut_bypass=bool(cfg.EW_LUT_BYPASS),
+        )
+
+    @property
+    def uses_alu_mem(self) -> bool:
+        return not self.bypass and not self.alu_bypass and self.alu_mem
+
+    @property
+    def uses_mul_mem(self) -> bool:
+        return not self.bypass and not self.mul_bypass and self.mul_mem
+
+    @property
+    def uses_lut(self) -> bool:
+        return not self.bypass and not self.lut_bypass
+
+    @property
+    def eql_mode(self) -> bool:
+        """EQL compare mode: the output CVT passes the low 16 bits, nothing is written (cmod
+        ``sdp_cfg_mode_eql``; RTL WDMA ``cfg_mode_quite``) and D_STATUS.STATUS_UNEQUAL reports."""
+        return not self.bypass and not self.alu_bypass and self.alu_algo == ALU_EQL
+
+
+@dataclass(frozen=True)
+class OutCvt:
+    """The C stage: ``D_CVT_OFFSET`` (signed 32), ``D_CVT_SCALE`` (signed 16), ``D_CVT_SHIFT`` (6 bits)."""
+
+    offset: int
+    scale: int
+    shift: int
+
+    @classmethod
+    def from_view(cls, sdp: RegView) -> "OutCvt":
+        return cls(
+            offset=sdp.D_CVT_OFFSET.signed("CVT_OFFSET"),
+            scale=sdp.D_CVT_SCALE.signed("CVT_SCALE"),
+            shift=sdp.D_CVT_SHIFT.CVT_SHIFT,
+        )
+
+
+@dataclass(frozen=True)
+class DmaOperand:
+    """One operand read DMA of SDP_RDMA (BRDMA/NRDMA/ERDMA for BS/BN/EW)."""
+
+    prefix: str  # "B", "N", "E"
+    stage: str  # "BS", "BN", "EW"
+    enabled: bool
+    data_use: int  # 0 MUL, 1 ALU, 2 BOTH
+    data_size: int  # bytes per component, 1 or 2
+    per_element: bool
+    ram_type: int
+    base: int
+    line_stride: int
+    surf_stride: int
+
+    @classmethod
+    def from_view(cls, rdma: RegView, prefix: str, stage: str, unit: int) -> "DmaOperand":
+        cfg = getattr(rdma, f"D_{prefix}RDMA_CFG")
+        p = f"{prefix}RDMA"
+        return cls(
+            prefix=prefix,
+            stage=stage,
+            enabled=not getattr(cfg, f"{p}_DISABLE"),
+            data_use=getattr(cfg, f"{p}_DATA_USE"),
+            data_size=2 if getattr(cfg, f"{p}_DATA_SIZE") else 1,
+            per_element=bool(getattr(cfg, f"{p}_DATA_MODE")),
+            ram_type=getattr(cfg, f"{p}_RAM_TYPE"),
+            base=_address(rdma, f"D_{stage}_BASE_ADDR", unit),
+            line_stride=_aligned(rdma.word(f"D_{stage}_LINE_STRIDE"), unit),
+            surf_stride=_aligned(rdma.word(f"D_{stage}_SURFACE_STRIDE"), unit),
+        )
+
+    @property
+    def components(self) -> int:
+        return 2 if self.data_use == DATA_USE_BOTH else 1
+
+    @property
+    def bytes_per_element(self) -> int:
+        return self.components * self.data_size
+
+    @property
+    def cfg_register(self) -> str:
+        return f"D_{self.prefix}RDMA_CFG"
+
+
+def _aligned(word: int, unit: int) -> int:
+    """Byte value of an address/stride register (nv_full keeps bits [31:5]: 32-byte units)."""
+    return word - word % unit
+
+
+def _address(view: RegView, name: str, unit: int) -> int:
+    return (view.word(f"{name}_HIGH") << 32) | _aligned(view.word(f"{name}_LOW"), unit)
+
+
+def _x_configs(sdp: RegView) -> tuple[XConfig, XConfig]:
+    return XConfig.from_view(sdp, "BS"), XConfig.from_view(sdp, "BN")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Datapath stages: pure functions of int64 arrays (operands broadcast against the data)
+# ---------------------------------------------------------------------------------------------------
+def x_stage(x: np.ndarray, cfg: XConfig, alu_op: np.ndarray | int, mul_op: np.ndarray | int) -> np.ndarray:
+    """X1/X2 (cmod ``sdp_x.cpp``): ALU -> MUL -> truncate -> ReLU on 32-bit data.
+
+    - ALU: the 16-bit operand is shifted left by ALU_SHIFT_VALUE and saturated to 32 bits; MAX/MIN, or SUM
+      kept at 33 bits (algo 3 acts as SUM).
+    - MUL: x·op at 49 bits. With PReLU, x >= 0 (33-bit sign) passes and skips truncation; it is then cut
+      to its low 32 bits (cmod ``TrtOut = TrtIn``, RTL ``mul_data_out[31:0]``), so a 33-bit SUM wraps.
+    - Truncation ``sat32(rha(v, MUL_SHIFT_VALUE))`` also applies when MUL is bypassed.
+    - ReLU: max(v, 0) unless bypassed.
+    """
+    if cfg.bypass:
+        return x
+    v = x
+    if not cfg.alu_bypass:
+        # |op| >= 1 shifted by >= 32 saturates anyway: capping the shift keeps int64 exact.
+        op = sat(np.left_shift(np.asarray(alu_op, dtype=np.int64), min(cfg.alu_shift, 32)), 32)
+        if cfg.alu_algo == ALU_MAX:
+            v = np.maximum(v, op)
+        elif cfg.alu_algo == ALU_MIN:
+            v = np.minimum(v, op)
+        else:
+            v = v + op
+    if cfg.mul_bypass:
+        return _relu(sat(rha_exact(v, cfg.mul_shift), 32), cfg.relu_bypass)
+    product = v * np.asarray(mul_op, dtype=np.int64)
+    truncated = sat(rha_exact(product, cfg.mul_shift), 32)
+    if cfg.mul_prelu:
+        passed = np.asarray(sign_extend(v, 32), dtype=np.int64)
+        truncated = np.where(v >= 0, passed, truncated)
+    return _relu(truncated, cfg.relu_bypass)
+
+
+def _relu(v: np.ndarray, bypass: bool) -> np.ndarray:
+    return v if bypass else np.maximum(v, 0)
+
+
+def operand_cvt(v: np.ndarray, cvt: OperandCvt) -> np.ndarray:
+    """EW MEM operand conversion (cmod ``sdp_y_cvt.cpp``): 16-bit operand to 32 bits."""
+    v = np.asarray(v, dtype=np.int64)
+    if cvt.bypass:
+        return v
+    return sat(rha_exact((v - cvt.offset) * cvt.scale, cvt.truncate), 32)
+
+
+def y_core(x: np.ndarray, cfg: YConfig, alu_op: np.ndarray | int, mul_op: np.ndarray | int) -> np.ndarray:
+    """Y MUL then ALU (cmod ``sdp_y_core.cpp``; operands already converted to 32 bits).
+
+    - MUL: PReLU passes x >= 0; otherwise ``sat32(rha(x·op, EW_TRUNCATE))`` (|x·op| <= 2^62).
+    - ALU: MAX, MIN, SUM saturated to 32 bits, or EQL: 0 if equal else 1.
+    """
+    v = x
+    if not cfg.mul_bypass:
+        product = v * np.asarray(mul_op, dtype=np.int64)
+        truncated = sat(rha_exact(product, cfg.truncate), 32)
+        v = np.where(v >= 0, v, truncated) if cfg.mul_prelu else truncated
+    if not cfg.alu_bypass:
+        op = np.asarray(alu_op, dtype=np.int64)
+        if cfg.alu_algo == ALU_MAX:
+            v = np.maximum(v, op)
+        elif cfg.alu_algo == ALU_MIN:
+            v = np.minimum(v, op)
+        elif cfg.alu_algo == ALU_EQL:
+            v = (v != op).astype(np.int64)
+        else:
+            v = sat(v + op, 32)
+    return np.asarray(v, dtype=np.int64)
+
+
+def output_cvt(x: np.ndarray, cvt: OutCvt) -> tuple[np.ndarray, int]:
+    """C stage (cmod ``sdp_c.cpp``): ``sat8(sat17(rha((x − offset)·scale, shift)))``.
+
+    Also returns the cmod's D_PERF_OUT_SATURATION count: lanes where the 17-bit result differs by more
+    than 1 from the plain arithmetic shift (``IntShiftRightSat``; the final int8 clamp is not counted).
+    """
+    v = (np.asarray(x, dtype=np.int64) - cvt.offset) * cvt.scale  # 33 x 16 bits
+    t = sat(rha_exact(v, cvt.shift), 17)
+    saturated = int(np.count_nonzero(np.abs((v >> cvt.shift) - t) > 1))
+    return sat(t, 8), saturated
+
+
+# ---------------------------------------------------------------------------------------------------
+# Legality and presence checks
+# ---------------------------------------------------------------------------------------------------
+def _check_precision(sdp: RegView, rdma: RegView | None) -> None:
+    fields = [(sdp.D_DATA_FORMAT, "PROC_PRECISION"), (sdp.D_DATA_FORMAT, "OUT_PRECISION")]
+    if rdma is not None:
+        fields += [(rdma.D_FEATURE_MODE_CFG, f) for f in ("IN_PRECISION", "PROC_PRECISION", "OUT_PRECISION")]
+    for value, name in fields:
+        prec = getattr(value, name)
+        if prec not in PRECISIONS:
+            raise value.fail(name, f"reserved precision encoding {prec}")
+        if prec != 0:
+            raise UnsupportedError(
+                PRECISIONS[prec], f"{value.where(name)}={PRECISIONS[prec]}: only the int8 SDP path is modelled"
+            )
+
+
+def _check_presence(ctx: OpContext, x1: XConfig, x2: XConfig, y: YConfig) -> None:
+    """A stage that is not bypassed needs its unit in the hardware config (nv_small has no EW/LUT)."""
+    hw = ctx.hw
+    if not x1.bypass and not hw.sdp_bs:
+        raise UnsupportedError("SDP_BS", f"{hw.name} has no SDP BS (X1) unit but D_DP_BS_CFG.BS_BYPASS=0")
+    if not x2.bypass and not hw.sdp_bn:
+        raise UnsupportedError("SDP_BN", f"{hw.name} has no SDP BN (X2) unit but D_DP_BN_CFG.BN_BYPASS=0")
+    if not y.bypass and not hw.sdp_ew:
+        raise UnsupportedError("SDP_EW", f"{hw.name} has no SDP EW (Y) unit but D_DP_EW_CFG.EW_BYPASS=0")
+    if y.uses_lut and not hw.sdp_lut:
+        raise UnsupportedError("SDP_LUT", f"{hw.name} has no SDP LUT but D_DP_EW_CFG.EW_LUT_BYPASS=0")
+
+
+def _check_mode(sdp: RegView, y: YConfig, cvt: OutCvt) -> None:
+    mode = sdp.D_FEATURE_MODE_CFG
+    if mode.WINOGRAD:
+        raise UnsupportedError("WINOGRAD", "SDP D_FEATURE_MODE_CFG.WINOGRAD=ON is not modelled")
+    if mode.BATCH_NUMBER:
+        raise UnsupportedError("BATCH", f"SDP D_FEATURE_MODE_CFG.BATCH_NUMBER={mode.BATCH_NUMBER} is not modelled")
+    if y.eql_mode:
+        # cmod NV_NVDLA_sdp.cpp asserts an identity output CVT in EQL mode.
+        if cvt.offset != 0:
+            raise sdp.D_CVT_OFFSET.fail("CVT_OFFSET", "must be 0 in EW EQL mode")
+        if cvt.scale != 1:
+            raise sdp.D_CVT_SCALE.fail("CVT_SCALE", "must be 1 in EW EQL mode")
+        if cvt.shift != 0:
+            raise sdp.D_CVT_SHIFT.fail("CVT_SHIFT", "must be 0 in EW EQL mode")
+        if mode.OUTPUT_DST == OUTPUT_DST_PDP:
+            raise mode.fail("OUTPUT_DST", "EW EQL mode sends no data, so it cannot feed PDP on the fly")
+
+
+def _check_operand_dma(rdma: RegView, dma: DmaOperand, uses_alu: bool, uses_mul: bool) -> None:
+    """A MEM operand needs its DMA enabled and delivering that component (else the cmod waits forever)."""
+    cfg = getattr(rdma, dma.cfg_register)
+    p = f"{dma.prefix}RDMA"
+    if not (uses_alu or uses_mul):
+        return
+    if not dma.enabled:
+        raise cfg.fail(f"{p}_DISABLE", f"SDP {dma.stage} uses a MEM operand but {p} is disabled")
+    if dma.data_use not in (DATA_USE_MUL, DATA_USE_ALU, DATA_USE_BOTH):
+        raise cfg.fail(f"{p}_DATA_USE", f"reserved encoding {dma.data_use}")
+    if uses_alu and dma.data_use == DATA_USE_MUL:
+        raise cfg.fail(f"{p}_DATA_USE", f"SDP {dma.stage} ALU uses a MEM operand but {p} delivers MUL data only")
+    if uses_mul and dma.data_use == DATA_USE_ALU:
+        raise cfg.fail(f"{p}_DATA_USE", f"SDP {dma.stage} MUL uses a MEM operand but {p} delivers ALU data only")
+
+
+def _check_rdma_cube(sdp: RegView, rdma: RegView) -> None:
+    for reg, fld in (("D_DATA_CUBE_WIDTH", "WIDTH"), ("D_DATA_CUBE_HEIGHT", "HEIGHT"), ("D_DATA_CUBE_CHANNEL", "CHANNEL")):
+        core, dma = getattr(getattr(sdp, reg), fld), getattr(getattr(rdma, reg), fld)
+        if core != dma:
+            raise getattr(rdma, reg).fail(fld, f"SDP_RDMA cube {fld.lower()} {dma} differs from SDP's {core}")
+    if not sdp.D_FEATURE_MODE_CFG.FLYING_MODE and rdma.D_FEATURE_MODE_CFG.FLYING_MODE:
+        raise rdma.D_FEATURE_MODE_CFG.fail("FLYING_MODE", "SDP reads its input from memory but SDP_RDMA is in flying mode")
+
+
+def _check_dst_layout(sdp: RegView, layout: CubeLayout) -> None:
+    """Written lines (runs of W atoms) must not overlap: the write order would otherwise decide the data."""
+    s = np.arange(layout.surfaces, dtype=np.int64)[:, None]
+    h = np.arange(layout.height, dtype=np.int64)[None, :]
+    starts = np.sort((s * layout.surf_stride + h * layout.line_stride).reshape(-1))
+    run = layout.width * layout.atom * layout.bpe
+    if starts.size > 1 and int(np.min(np.diff(starts))) < run:
+        if layout.height > 1 and layout.line_stride < run:
+            raise sdp.D_DST_LINE_STRIDE.fail("DST_LINE_STRIDE", f"{layout.line_stride} is below one line ({run} bytes)")
+        raise sdp.D_DST_SURFACE_STRIDE.fail(
+            "DST_SURFACE_STRIDE", f"{layout.surf_stride} makes surfaces overlap (line stride {layout.line_stride})"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Memory access
+# ---------------------------------------------------------------------------------------------------
+def _space(ctx: OpContext, ram_type: int, where: str) -> AddressSpace:
+    if ram_type == 0 and not ctx.hw.secondary_memif:
+        raise UnsupportedError("CVIF", f"{where} selects CV-SRAM, which {ctx.hw.name} does not have")
+    return ctx.mem.space(ram_type)
+
+
+def _little_endian(raw: np.ndarray, size: int) -> np.ndarray:
+    """Signed values of ``size``-byte little-endian groups along the last axis."""
+    v = raw[..., 0].astype(np.int64)
+    if size == 2:
+        v = v | (raw[..., 1].astype(np.int64) << 8)
+    return np.asarray(sign_extend(v, 8 * size), dtype=np.int64)
+
+
+def read_operands(
+    space: AddressSpace, dma: DmaOperand, channels: int, height: int, width: int, atom: int
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(ALU, MUL) operand arrays from one operand DMA, broadcastable to (C_pad, H, W).
+
+    PER_ELEMENT: the feature layout with ``bytes_per_element`` = components x bytes; PER_KERNEL: one
+    contiguous vector of C_pad elements at the base address (strides ignored). With DATA_USE=BOTH each
+    element holds the ALU component then the MUL component (cmod ``NvdlaPacker``: A0 B0 A1 B1 ...).
+    1-byte components are sign-extended to 16 bits.
+    """
+    bpe = dma.bytes_per_element
+    if dma.per_element:
+        layout = CubeLayout(channels, height, width, dma.line_stride, dma.surf_stride, atom, bpe)
+        raw = space.gather(dma.base, layout.byte_offsets())
+    else:
+        c_pad = -(-channels // atom) * atom
+        offsets = np.arange(c_pad, dtype=np.int64)[:, None] * bpe + np.arange(bpe, dtype=np.int64)[None, :]
+        raw = space.gather(dma.base, offsets)[:, None, None, :]
+    size = dma.data_size
+    first = _little_endian(raw[..., :size], size)
+    if dma.data_use == DATA_USE_BOTH:
+        return first, _little_endian(raw[..., size : 2 * size], size)
+    if dma.data_use == DATA_USE_ALU:
+        return first, None
+    return None, first
+
+
+# ---------------------------------------------------------------------------------------------------
+# Engine hooks
+# ---------------------------------------------------------------------------------------------------
+def source(regs: Views) -> str | None:
+    """CACC feeds SDP on the fly when D_FEATURE_MODE_CFG.FLYING_MODE=ON."""
+    return "CONV" if regs["SDP"].D_FEATURE_MODE_CFG.FLYING_MODE == FLYING_ON else None
+
+
+def sink(regs: Views) -> str | None:
+    """SDP feeds PDP on the fly when D_FEATURE_MODE_CFG.OUTPUT_DST=PDP."""
+    return "PDP" if regs["SDP"].D_FEATURE_MODE_CFG.OUTPUT_DST == OUTPUT_DST_PDP else None
+
+
+def rdma_needed(regs: Views) -> bool:
+    """SDP waits for SDP_RDMA when it reads its input from memory or any stage uses a MEM operand
+    (cmod ``is_rdma_enabled || is_bs_has_rdma || is_bn_has_rdma || is_ew_has_rdma``)."""
+    sdp = regs["SDP"]
+    if sdp.D_FEATURE_MODE_CFG.FLYING_MODE != FLYING_ON:
+        return True
+    x1, x2 = _x_configs(sdp)
+    y = YConfig.from_view(sdp)
+    return any(s.uses_alu_mem or s.uses_mul_mem for s in (x1, x2, y))
+
+
+def run(ctx: OpContext) -> np.ndarray | None:
+    sdp = ctx.regs["SDP"]
+    needs_rdma = rdma_needed(ctx.regs)
+    rdma = ctx.regs["SDP_RDMA"] if needs_rdma else None
+    hw = ctx.hw
+    unit = hw.address_unit
+
+    x1, x2 = _x_configs(sdp)
+    y = YConfig.from_view(sdp)
+    cvt = OutCvt.from_view(sdp)
+    _check_precision(sdp, rdma)
+    _check_presence(ctx, x1, x2, y)
+    _check_mode(sdp, y, cvt)
+
+    width = sdp.D_DATA_CUBE_WIDTH.WIDTH + 1
+    height = sdp.D_DATA_CUBE_HEIGHT.HEIGHT + 1
+    channels = sdp.D_DATA_CUBE_CHANNEL.CHANNEL + 1
+    atom = hw.atom_elements("int8")
+    c_pad = -(-channels // atom) * atom
+    # A 1x1 cube of several surfaces is moved as one contiguous block (cmod SdpRdmaCore / WdmaSequenceDC
+    # assert the surface stride is one atom), so any other stride is an illegal config.
+    packed_only = width == 1 and height == 1 and c_pad > atom
+
+    dmas: dict[str, DmaOperand] = {}
+    if rdma is not None:
+        _check_rdma_cube(sdp, rdma)
+        for prefix, stage, cfg in (("B", "BS", x1), ("N", "BN", x2), ("E", "EW", y)):
+            dma = DmaOperand.from_view(rdma, prefix, stage, unit)
+            _check_operand_dma(rdma, dma, cfg.uses_alu_mem, cfg.uses_mul_mem)
+            used = cfg.uses_alu_mem or cfg.uses_mul_mem
+            if used and dma.per_element and packed_only and dma.surf_stride != atom * dma.bytes_per_element:
+                raise getattr(rdma, f"D_{stage}_SURFACE_STRIDE").fail(
+                    f"{stage}_SURFACE_STRIDE", f"a 1x1 cube needs {atom * dma.bytes_per_element} (packed surfaces)"
+                )
+            dmas[stage] = dma
+
+    # ---- input ----
+    if source(ctx.regs) == "CONV":
+        if ctx.flying_input is None:
+            raise sdp.D_FEATURE_MODE_CFG.fail("FLYING_MODE", "flying mode but no data from CACC")
+        x = np.asarray(sign_extend(np.asarray(ctx.flying_input, dtype=np.int64), 32), dtype=np.int64)
+        if x.shape != (c_pad, height, width):
+            raise sdp.D_DATA_CUBE_CHANNEL.fail(
+                "CHANNEL", f"CACC delivers a {x.shape} cube, SDP expects {(c_pad, height, width)}"
+            )
+    else:
+        assert rdma is not None
+        src_line = _aligned(rdma.word("D_SRC_LINE_STRIDE"), unit)
+        src_surf = _aligned(rdma.word("D_SRC_SURFACE_STRIDE"), unit)
+        if packed_only and src_surf != atom:
+            raise rdma.D_SRC_SURFACE_STRIDE.fail("SRC_SURFACE_STRIDE", f"a 1x1 cube needs {atom} (packed surfaces)")
+        layout = CubeLayout(channels, height, width, src_line, src_surf, atom, 1)
+        space = _space(ctx, rdma.D_SRC_DMA_CFG.SRC_RAM_TYPE, "SDP_RDMA.D_SRC_DMA_CFG.SRC_RAM_TYPE")
+        x = read_cube(space, _address(rdma, "D_SRC_BASE_ADDR", unit), layout)
+
+    def operands(stage: str, cfg: XConfig | YConfig) -> tuple[np.ndarray | int | None, np.ndarray | int | None]:
+        alu = mul = None
+        if cfg.uses_alu_mem or cfg.uses_mul_mem:
+            dma = dmas[stage]
+            space = _space(ctx, dma.ram_type, f"SDP_RDMA.{dma.cfg_register}.{dma.prefix}RDMA_RAM_TYPE")
+            alu, mul = read_operands(space, dma, channels, height, width, atom)
+        return alu, mul
+
+    # ---- X1, X2 ----
+    for stage, cfg in (("BS", x1), ("BN", x2)):
+        if cfg.bypass:
+            continue
+        alu_mem, mul_mem = operands(stage, cfg)
+        alu_op = alu_mem if cfg.uses_alu_mem else cfg.alu_operand
+        mul_op = mul_mem if cfg.uses_mul_mem else cfg.mul_operand
+        x = x_stage(x, cfg, alu_op, mul_op)
+
+    # ---- Y ----
+    perf = sdp.D_PERF_ENABLE
+    if not y.bypass:
+        alu_mem, mul_mem = operands("EW", y)
+        alu_op = operand_cvt(alu_mem, y.alu_cvt) if y.uses_alu_mem else y.alu_operand
+        mul_op = operand_cvt(mul_mem, y.mul_cvt) if y.uses_mul_mem else y.mul_operand
+        x = y_core(x, y, alu_op, mul_op)
+        if y.uses_lut:
+            tables = ctx.lut.get("SDP", {})
+            x, stats = lut_lookup(x, LutConfig.from_view(sdp), tables.get("LE"), tables.get("LO"))
+            if perf.PERF_LUT_EN:
+                ctx.report("SDP", "D_PERF_LUT_UFLOW", stats.uflow)
+                ctx.report("SDP", "D_PERF_LUT_OFLOW", stats.oflow)
+                ctx.report("SDP", "D_PERF_LUT_HYBRID", stats.hybrid)
+                ctx.report("SDP", "D_PERF_LUT_LE_HIT", stats.le_hit)
+                ctx.report("SDP", "D_PERF_LUT_LO_HIT", stats.lo_hit)
+
+    if y.eql_mode:
+        # Quiet mode: the low 16 bits of each lane are compared with 0; nothing is written or sent.
+        ctx.report("SDP", "D_STATUS", int(np.any((x & 0xFFFF) != 0)))
+        return None
+
+    # ---- C ----
+    out, saturated = output_cvt(x, cvt)
+    if perf.PERF_SAT_EN:
+        ctx.report("SDP", "D_PERF_OUT_SATURATION", saturated)
+    out = np.ascontiguousarray(out, dtype=np.int64)
+
+    if sink(ctx.regs) == "PDP":
+        return out
+    dst_line = _aligned(sdp.word("D_DST_LINE_STRIDE"), unit)
+    dst_surf = _aligned(sdp.word("D_DST_SURFACE_STRIDE"), unit)
+    if packed_only and dst_surf != atom:
+        raise sdp.D_DST_SURFACE_STRIDE.fail("DST_SURFACE_STRIDE", f"a 1x1 cube needs {atom} (packed surfaces)")
+    layout = CubeLayout(channels, height, width, dst_line, dst_surf, atom, 1)
+    _check_dst_layout(sdp, layout)
+    space = _space(ctx, sdp.D_DST_DMA_CFG.DST_RAM_TYPE, "SDP.D_DST_DMA_CFG.DST_RAM_TYPE")
+    write_cube(space, _address(sdp, "D_DST_BASE_ADDR", unit), layout, out)
+    return None
+
+
+ENGINE = register(
+    Engine(
+        name="SDP",
+        units=("SDP",),
+        rdma="SDP_RDMA",
+        done_bits=(("SDP", 0),),
+        run=run,
+        source=source,
+        sink=sink,
+        rdma_needed=rdma_needed,
+        lut_units=("SDP",),
+    )
+)

@@ -1,0 +1,254 @@
+"""The SDP Y-stage lookup table (int8/int16 integer path), vectorized over a whole cube.
+
+Two tables of raw int16 entries: LE (65 entries, exponent or linear spacing) and LO (257 entries, always
+linear). Each input is indexed in both tables; priority bits in ``S_LUT_CFG`` choose the table whose result
+is used; the output is a linear interpolation on a hit, or a slope extrapolation from the end entry on an
+under/overflow (NVDLA_NOTES §4 "LUT"; cmod ``sdp_y_idx.cpp``, ``sdp_y_inp.cpp``, ``sdp_hls_wrapper.cpp``).
+
+Integer widths follow the cmod: the index is 9 bits unsigned, the fraction 35 bits unsigned, the hit result
+``rha(y0·(2^35−f) + y1·f, 35)`` and the flow result ``y0 + sat32(rha((x − (bias + P))·scale, shift))``, both
+saturated to 32 bits. Every intermediate fits int64 (products stay below 2^52).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from golden.arith import sat, sign_extend
+from golden.regs import RegView
+
+LE_DEPTH = 65
+LO_DEPTH = 257
+#: Fraction bits of the interpolation weight (cmod ``yLutFracSize``).
+FRAC_BITS = 35
+#: The index computed by the idx stage is 9 bits unsigned and saturates (cmod ``yLutIndexSize``).
+INDEX_MAX = 511
+LE, LO = 0, 1
+
+
+def rha_exact(v: np.ndarray, shift: int | np.ndarray) -> np.ndarray:
+    """``v / 2**shift`` rounded half away from zero, for any shift >= 0 and |v| < 2^63.
+
+    ``golden.arith.rha`` adds ``2**(shift-1)`` to |v|, which overflows int64 for the 10-bit EW truncation
+    (shift up to 1023) and for |v| near 2^62 (the EW product). Here the rounding bit is added after a
+    shift by ``shift-1``: ``((|v| >> (s-1)) + 1) >> 1`` equals ``(|v| + 2^(s-1)) >> s`` exactly.
+    """
+    v = np.asarray(v, dtype=np.int64)
+    s = np.minimum(np.asarray(shift, dtype=np.int64), 64)
+    mag = np.abs(v)
+    rounded = ((mag >> np.maximum(s - 1, 0)) + 1) >> 1
+    rounded = np.where(s > 0, rounded, mag)
+    return np.where(v < 0, -rounded, rounded)
+
+
+def signed_shift_sat32(v: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """cmod ``IntSignedShiftRight<.., 5, 32>``: a right shift (rha) by a signed amount, a negative amount
+    shifting left, then saturation to 32 bits. |v| < 2^50 and shift in [-16, 15] here."""
+    v = np.asarray(v, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    # Anything of magnitude >= 2^32 saturates whatever the left shift, so clip before shifting.
+    left = np.clip(v, -(1 << 33), 1 << 33) << np.clip(-shift, 0, 16)
+    return sat(np.where(shift < 0, left, rha_exact(v, np.maximum(shift, 0))), 32)
+
+
+@dataclass(frozen=True)
+class LutConfig:
+    """The single-copy ``S_LUT_*`` settings registers of SDP, decoded."""
+
+    le_function: int  # 0 exponent, 1 linear
+    uflow_priority: int  # 0 LE, 1 LO
+    oflow_priority: int
+    hybrid_priority: int
+    le_index_offset: int  # signed 8 bits
+    le_index_select: int  # signed 8 bits
+    lo_index_select: int  # signed 8 bits
+    le_start: int  # signed 32 bits
+    le_end: int
+    lo_start: int
+    lo_end: int
+    le_uflow_scale: int  # signed 16 bits
+    le_oflow_scale: int
+    le_uflow_shift: int  # signed 5 bits
+    le_oflow_shift: int
+    lo_uflow_scale: int
+    lo_oflow_scale: int
+    lo_uflow_shift: int
+    lo_oflow_shift: int
+
+    @classmethod
+    def from_view(cls, sdp: RegView) -> "LutConfig":
+        cfg, info = sdp.S_LUT_CFG, sdp.S_LUT_INFO
+        le_scale, le_shift = sdp.S_LUT_LE_SLOPE_SCALE, sdp.S_LUT_LE_SLOPE_SHIFT
+        lo_scale, lo_shift = sdp.S_LUT_LO_SLOPE_SCALE, sdp.S_LUT_LO_SLOPE_SHIFT
+        return cls(
+            le_function=cfg.LUT_LE_FUNCTION,
+            uflow_priority=cfg.LUT_UFLOW_PRIORITY,
+            oflow_priority=cfg.LUT_OFLOW_PRIORITY,
+            hybrid_priority=cfg.LUT_HYBRID_PRIORITY,
+            le_index_offset=info.signed("LUT_LE_INDEX_OFFSET"),
+            le_index_select=info.signed("LUT_LE_INDEX_SELECT"),
+            lo_index_select=info.signed("LUT_LO_INDEX_SELECT"),
+            le_start=sdp.S_LUT_LE_START.signed("LUT_LE_START"),
+            le_end=sdp.S_LUT_LE_END.signed("LUT_LE_END"),
+            lo_start=sdp.S_LUT_LO_START.signed("LUT_LO_START"),
+            lo_end=sdp.S_LUT_LO_END.signed("LUT_LO_END"),
+            le_uflow_scale=le_scale.signed("LUT_LE_SLOPE_UFLOW_SCALE"),
+            le_oflow_scale=le_scale.signed("LUT_LE_SLOPE_OFLOW_SCALE"),
+            le_uflow_shift=le_shift.signed("LUT_LE_SLOPE_UFLOW_SHIFT"),
+            le_oflow_shift=le_shift.signed("LUT_LE_SLOPE_OFLOW_SHIFT"),
+            lo_uflow_scale=lo_scale.signed("LUT_LO_SLOPE_UFLOW_SCALE"),
+            lo_oflow_scale=lo_scale.signed("LUT_LO_SLOPE_OFLOW_SCALE"),
+            lo_uflow_shift=lo_shift.signed("LUT_LO_SLOPE_UFLOW_SHIFT"),
+            lo_oflow_shift=lo_shift.signed("LUT_LO_SLOPE_OFLOW_SHIFT"),
+        )
+
+
+@dataclass(frozen=True)
+class TableIndex:
+    """Where one table puts each input: index, 35-bit fraction, underflow/overflow flags."""
+
+    index: np.ndarray
+    fraction: np.ndarray
+    uflow: np.ndarray
+    oflow: np.ndarray
+
+    @property
+    def hit(self) -> np.ndarray:
+        return ~(self.uflow | self.oflow)
+
+
+@dataclass(frozen=True)
+class LutStats:
+    """Per-operation counters (``D_PERF_LUT_*``), over the lanes of the cube."""
+
+    uflow: int
+    oflow: int
+    hybrid: int  # lanes whose chosen table hit
+    le_hit: int
+    lo_hit: int
+
+
+def exponent_index(x: np.ndarray, start: int, offset: int) -> TableIndex:
+    """LE exponent spacing: entry i covers [start + 2^(i+offset), start + 2^(i+offset+1)).
+
+    x <= start, or floor(log2(x − start)) < offset, underflows; an index >= 64 overflows (index 64).
+    The fraction is the bits below the leading one of ``x − start``, aligned to 35 bits.
+    """
+    uflow = x <= start
+    d = np.where(uflow, 1, x - start)  # 1 .. 2^32-1
+    e = np.frexp(d.astype(np.float64))[1].astype(np.int64) - 1  # exact: d < 2^53
+    uflow = uflow | (e < offset)
+    idx = e - offset
+    oflow = ~uflow & (idx >= LE_DEPTH - 1)
+    hit = ~(uflow | oflow)
+    frac = np.where(hit, (d - (np.int64(1) << e)) << np.maximum(FRAC_BITS - e, 0), 0)
+    index = np.where(uflow, 0, np.where(oflow, LE_DEPTH - 1, idx))
+    return TableIndex(index.astype(np.int64), frac.astype(np.int64), uflow, oflow)
+
+
+def linear_index(x: np.ndarray, start: int, select: int, depth: int) -> TableIndex:
+    """Linear spacing: index = (x − start) >> select (a negative select shifts left), saturated to 9 bits.
+
+    The fraction is ``(x − start) mod 2^select`` aligned to 35 bits (0 for a negative select). For
+    select >= 32 the cmod holds the masked value in a signed 32-bit variable before widening it to the
+    35-bit fraction, so an offset ``x − start >= 2^31`` gains sign-extension bits 32..34 (kept as is).
+    """
+    uflow = x <= start
+    u = np.where(uflow, 0, x - start)  # 0 .. 2^32-1
+    if select >= 0:
+        q = u >> min(select, 63)
+    else:
+        q = u << min(-select, 10)  # u >= 1 on non-underflow lanes, so >= 2^10 saturates anyway
+    q = np.minimum(q, INDEX_MAX)
+    oflow = ~uflow & (q >= depth - 1)
+    hit = ~(uflow | oflow)
+    if select < 0:
+        frac = np.zeros_like(u)
+    else:
+        val = u & ((1 << select) - 1) if select < 32 else u
+        val = np.where(val >= (1 << 31), val + ((1 << FRAC_BITS) - (1 << 32)), val)
+        if select <= FRAC_BITS:
+            frac = (val << (FRAC_BITS - select)) & ((1 << FRAC_BITS) - 1)
+        else:
+            frac = val >> min(select - FRAC_BITS, 63)
+    frac = np.where(hit, frac, 0)
+    index = np.where(uflow, 0, np.where(oflow, depth - 1, q))
+    return TableIndex(index.astype(np.int64), frac.astype(np.int64), uflow, oflow)
+
+
+def _table(raw: np.ndarray | None, depth: int) -> np.ndarray:
+    t = np.zeros(depth, dtype=np.int64)
+    if raw is not None:
+        raw = np.asarray(raw, dtype=np.int64).reshape(-1)[:depth]
+        t[: raw.size] = raw
+    return np.asarray(sign_extend(t, 16), dtype=np.int64)
+
+
+def lut_lookup(
+    x: np.ndarray, cfg: LutConfig, le_table: np.ndarray | None, lo_table: np.ndarray | None
+) -> tuple[np.ndarray, LutStats]:
+    """The LUT output for 32-bit inputs ``x`` (int64 array of any shape), and the lane counters."""
+    x = np.asarray(x, dtype=np.int64)
+    le_t, lo_t = _table(le_table, LE_DEPTH), _table(lo_table, LO_DEPTH)
+    if cfg.le_function == 0:
+        le = exponent_index(x, cfg.le_start, cfg.le_index_offset)
+    else:
+        le = linear_index(x, cfg.le_start, cfg.le_index_select, LE_DEPTH)
+    lo = linear_index(x, cfg.lo_start, cfg.lo_index_select, LO_DEPTH)
+
+    # Table choice (cmod sdp_y_idx.cpp): both underflow -> UFLOW_PRIORITY; both overflow -> OFLOW_PRIORITY;
+    # both hit, or one underflows while the other overflows -> HYBRID_PRIORITY; else the table that hits.
+    both_u = le.uflow & lo.uflow
+    both_o = le.oflow & lo.oflow
+    both_same = le.hit == lo.hit  # both hit, or both miss
+    use_lo = np.where(
+        both_u,
+        bool(cfg.uflow_priority),
+        np.where(both_o, bool(cfg.oflow_priority), np.where(both_same, bool(cfg.hybrid_priority), lo.hit)),
+    )
+
+    index = np.where(use_lo, lo.index, le.index)
+    frac = np.where(use_lo, lo.fraction, le.fraction)
+    uflow = np.where(use_lo, lo.uflow, le.uflow)
+    oflow = np.where(use_lo, lo.oflow, le.oflow)
+    flow = uflow | oflow
+
+    y0 = np.where(use_lo, lo_t[np.minimum(index, LO_DEPTH - 1)], le_t[np.minimum(index, LE_DEPTH - 1)])
+    y1 = np.where(use_lo, lo_t[np.minimum(index + 1, LO_DEPTH - 1)], le_t[np.minimum(index + 1, LE_DEPTH - 1)])
+    hit_out = sat(rha_exact(y0 * ((1 << FRAC_BITS) - frac) + y1 * frac, FRAC_BITS), 32)
+
+    # Under/overflow: extrapolate from the end entry with the slope registers. Only LE in exponent mode
+    # underflowing adds bias 2^LE_INDEX_OFFSET, for offset > 0 (cmod; the RTL also adds 1 for offset 0).
+    # The cmod's uint32 ``1 << offset`` is undefined C for offset >= 32; the RTL's 32-bit shift gives 0 there.
+    offset = cfg.le_index_offset
+    le_bias = (1 << offset) if (cfg.le_function == 0 and 0 < offset < 32) else 0
+    bias = np.where(~use_lo & uflow, le_bias, 0)
+    point = np.where(
+        use_lo,
+        np.where(oflow, cfg.lo_end, cfg.lo_start),
+        np.where(oflow, cfg.le_end, cfg.le_start),
+    )
+    scale = np.where(
+        use_lo,
+        np.where(oflow, cfg.lo_oflow_scale, cfg.lo_uflow_scale),
+        np.where(oflow, cfg.le_oflow_scale, cfg.le_uflow_scale),
+    )
+    shift = np.where(
+        use_lo,
+        np.where(oflow, cfg.lo_oflow_shift, cfg.lo_uflow_shift),
+        np.where(oflow, cfg.le_oflow_shift, cfg.le_uflow_shift),
+    )
+    # x − (bias + P) is 34 bits, times a 16-bit scale: below 2^50.
+    slope = signed_shift_sat32((x - (bias + point)) * scale, shift)
+    flow_out = sat(y0 + slope, 32)
+
+    out = np.where(flow, flow_out, hit_out)
+    stats = LutStats(
+        uflow=int(np.count_nonzero(uflow)),
+        oflow=int(np.count_nonzero(oflow)),
+        hybrid=int(np.count_nonzero(~flow)),
+        le_hit=int(np.count_nonzero(le.hit)),
+        lo_hit=int(np.count_nonzero(lo.hit)),
+    )
+    return out.astype(np.int64), stats

@@ -1,0 +1,117 @@
+"""Reference math for PDP pooling (int8).
+
+Rules: NVDLA_NOTES.md section 4 "PDP" (cmod ``cmod/pdp/NV_NVDLA_pdp.cpp``: ``LineOperation``,
+``PoolingStage0Calc``, ``PoolingStage1Calc``, ``int_sign_extend``).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .arith import check_range, check_signed, check_unsigned, rha, sign_extend
+
+# Bit index of the sign bit the cmod uses for PAD_VALUE_1X..7X (int8 path): widths 8/9/10/10/11/11/11.
+_PAD_SIGN_BIT = (7, 8, 9, 9, 10, 10, 10)
+
+
+def pdp_pad_value(raw: int, n: int) -> int:
+    """Value the cmod uses for register ``PAD_VALUE_{n}X`` (int8 path), as an int16.
+
+    The cmod's ``int_sign_extend`` ORs ones above the sign bit (bit 7, 8, 9, 9, 10, 10, 10
+    for n = 1..7) into the raw 19-bit field and stores the result in an ``int16_t``:
+
+    * sign bit set: the low ``sign_bit + 1`` bits, sign-extended;
+    * sign bit clear: the raw field itself, wrapped to 16 bits (stray high bits survive).
+
+    For a raw value that fits its width this is plain sign extension.  ``raw`` may be
+    given as the 19-bit field or as a negative Python int (its low 19 bits are used).
+    """
+    n = check_range("n", n, 1, 7)
+    field = int(raw) & 0x7FFFF
+    sign_bit = _PAD_SIGN_BIT[n - 1]
+    if (field >> sign_bit) & 1:
+        return sign_extend(field, sign_bit + 1)
+    return sign_extend(field, 16)
+
+
+def pool(
+    x,
+    *,
+    method: str,
+    kernel: tuple[int, int],
+    stride: tuple[int, int],
+    pad: tuple[int, int, int, int] = (0, 0, 0, 0),
+    pad_values: Sequence[int] = (0, 0, 0, 0, 0, 0, 0),
+    recip_w: int = 0x10000,
+    recip_h: int = 0x10000,
+    out_hw: tuple[int, int],
+) -> np.ndarray:
+    """PDP int8 pooling of a (C, H, W) cube; returns int64 (C, OH, OW) in int8 range.
+
+    Output (ox, oy) covers input columns ``[ox*sw - pad_left, +kw)`` and rows
+    ``[oy*sh - pad_top, +kh)``; ``kernel`` = (kh, kw), ``stride`` = (sh, sw) are actual
+    sizes (register + 1), ``pad`` = (top, left, bottom, right).
+
+    * ``max`` / ``min``: over the valid taps only, padding is ignored.
+    * ``avg``: the cmod rule.  Each valid row sums its valid taps and, if n of its kw
+      columns are padding, adds ``PAD_VALUE_{n}X``; if m of the kh rows are padding, the
+      total gets ``PAD_VALUE_{m}X * kw`` once.  The accumulator is an int16 in the cmod
+      (it cannot overflow for in-width pad values; wrapping is modelled anyway).  Then
+      ``out = rha(rha(t * RECIP_W, 16) * RECIP_H, 16)`` with unsigned 1.16 reciprocals,
+      and the low byte is stored as a signed int8.
+
+    ``pad_values`` are the raw PAD_VALUE_1X..7X fields (see :func:`pdp_pad_value`).
+    A window reaching past ``H + pad_bottom`` / ``W + pad_right``, or one with no valid
+    row or column, is never produced by the cmod and raises ValueError.
+    """
+    data = np.asarray(x)
+    if data.ndim != 3:
+        raise ValueError("x must be (C, H, W)")
+    if method not in ("max", "min", "avg"):
+        raise ValueError(f"method={method!r} must be 'max', 'min' or 'avg'")
+    channels, height, width = data.shape
+    kernel_h, kernel_w = (check_range("kernel", k, 1, 8) for k in kernel)
+    stride_h, stride_w = (check_range("stride", s, 1, 16) for s in stride)
+    pad_top, pad_left, pad_bottom, pad_right = (check_range("pad", p, 0, 7) for p in pad)
+    out_h, out_w = (check_range("out_hw", o, 1, 1 << 16) for o in out_hw)
+    if len(pad_values) != 7:
+        raise ValueError("pad_values must hold PAD_VALUE_1X..7X")
+    pad_by_count = {n: pdp_pad_value(raw, n) for n, raw in enumerate(pad_values, start=1)}
+    recip_w = check_unsigned("recip_w", recip_w, 17)
+    recip_h = check_unsigned("recip_h", recip_h, 17)
+
+    out = np.zeros((channels, out_h, out_w), dtype=np.int64)
+    for oy in range(out_h):
+        row_start = oy * stride_h - pad_top
+        if row_start + kernel_h > height + pad_bottom:
+            raise ValueError(f"output row {oy} reaches past the bottom padding")
+        rows = [y for y in range(row_start, row_start + kernel_h) if 0 <= y < height]
+        for ox in range(out_w):
+            col_start = ox * stride_w - pad_left
+            if col_start + kernel_w > width + pad_right:
+                raise ValueError(f"output column {ox} reaches past the right padding")
+            cols = [xx for xx in range(col_start, col_start + kernel_w) if 0 <= xx < width]
+            if not rows or not cols:
+                raise ValueError(f"output ({oy}, {ox}) covers padding only")
+            padded_cols = kernel_w - len(cols)
+            padded_rows = kernel_h - len(rows)
+            for c in range(channels):
+                taps = [check_signed("x", int(data[c, y, xx]), 8) for y in rows for xx in cols]
+                if method == "max":
+                    out[c, oy, ox] = max(taps)
+                elif method == "min":
+                    out[c, oy, ox] = min(taps)
+                else:
+                    total = 0
+                    for y in rows:
+                        total += sum(int(data[c, y, xx]) for xx in cols)
+                        if padded_cols:
+                            total += pad_by_count[padded_cols]
+                    if padded_rows:
+                        total += pad_by_count[padded_rows] * kernel_w
+                    total = sign_extend(total, 16)
+                    average = rha(rha(total * recip_w, 16) * recip_h, 16)
+                    out[c, oy, ox] = sign_extend(average, 8)
+    return out
