@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -99,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if hasattr(signal, "SIGPIPE") and argv is None:
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `dla trace ... | head` ends quietly
     args = build_parser().parse_args(argv)
     if getattr(args, "target", None) and args.target not in TARGETS:
         print(f"dla: unknown target {args.target!r} (known: {', '.join(TARGETS)})", file=sys.stderr)
