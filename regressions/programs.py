@@ -169,6 +169,30 @@ def _le_function(f) -> int:
     return 0 if f in ("exp", "exponent", 0) else 1
 
 
+def _program_lut(p: Program, unit: str, lut) -> None:
+    """Tables and S_LUT_* settings of an SDP or CDP LUT. CDP's START/END are 38-bit (LOW + HIGH[5:0]
+    registers), SDP's are single 32-bit registers."""
+    _lut_writes(p, unit, lut.le_table, lut.lo_table)
+    p.reg(unit, "S_LUT_CFG", LUT_LE_FUNCTION=_le_function(lut.le_function), LUT_UFLOW_PRIORITY=lut.uflow_priority,
+          LUT_OFLOW_PRIORITY=lut.oflow_priority, LUT_HYBRID_PRIORITY=lut.hybrid_priority)
+    p.reg(unit, "S_LUT_INFO", (lut.le_index_offset & 0xFF) | ((lut.le_index_select & 0xFF) << 8)
+          | ((lut.lo_index_select & 0xFF) << 16))
+    wide = unit == "CDP"
+    for tab in ("le", "lo"):
+        for end in ("start", "end"):
+            v = getattr(lut, f"{tab}_{end}")
+            name = f"S_LUT_{tab.upper()}_{end.upper()}"
+            if wide:
+                p.reg(unit, f"{name}_LOW", _u32(v))
+                p.reg(unit, f"{name}_HIGH", (v >> 32) & 0x3F)
+            else:
+                p.reg(unit, name, _u32(v))
+        p.reg(unit, f"S_LUT_{tab.upper()}_SLOPE_SCALE", (getattr(lut, f"{tab}_slope_uflow_scale") & 0xFFFF)
+              | ((getattr(lut, f"{tab}_slope_oflow_scale") & 0xFFFF) << 16))
+        p.reg(unit, f"S_LUT_{tab.upper()}_SLOPE_SHIFT", (getattr(lut, f"{tab}_slope_uflow_shift") & 0x1F)
+              | ((getattr(lut, f"{tab}_slope_oflow_shift") & 0x1F) << 5))
+
+
 # ---- CDP ------------------------------------------------------------------------------------------------
 @dataclass
 class LrnLayer:
@@ -195,20 +219,7 @@ def program_cdp(hw: HwConfig, layer: LrnLayer) -> Program:
     p.output = (DST_BASE, -(-c // atom) * surf)
     p.reg("CDP_RDMA", "S_POINTER", 0)
     p.reg("CDP", "S_POINTER", 0)
-    _lut_writes(p, "CDP", lut.le_table, lut.lo_table)
-    p.reg("CDP", "S_LUT_CFG", LUT_LE_FUNCTION=_le_function(lut.le_function), LUT_UFLOW_PRIORITY=lut.uflow_priority,
-          LUT_OFLOW_PRIORITY=lut.oflow_priority, LUT_HYBRID_PRIORITY=lut.hybrid_priority)
-    p.reg("CDP", "S_LUT_INFO", (lut.le_index_offset & 0xFF) | ((lut.le_index_select & 0xFF) << 8)
-          | ((lut.lo_index_select & 0xFF) << 16))
-    for tab in ("LE", "LO"):
-        for end in ("START", "END"):
-            v = getattr(lut, f"{tab.lower()}_{end.lower()}")
-            p.reg("CDP", f"S_LUT_{tab}_{end}_LOW", _u32(v))
-            p.reg("CDP", f"S_LUT_{tab}_{end}_HIGH", (v >> 32) & 0x3F)
-        p.reg("CDP", f"S_LUT_{tab}_SLOPE_SCALE", (getattr(lut, f"{tab.lower()}_slope_uflow_scale") & 0xFFFF)
-              | ((getattr(lut, f"{tab.lower()}_slope_oflow_scale") & 0xFFFF) << 16))
-        p.reg("CDP", f"S_LUT_{tab}_SLOPE_SHIFT", (getattr(lut, f"{tab.lower()}_slope_uflow_shift") & 0x1F)
-              | ((getattr(lut, f"{tab.lower()}_slope_oflow_shift") & 0x1F) << 5))
+    _program_lut(p, "CDP", lut)
     p.reg("CDP_RDMA", "D_DATA_CUBE_WIDTH", w - 1)
     p.reg("CDP_RDMA", "D_DATA_CUBE_HEIGHT", h - 1)
     p.reg("CDP_RDMA", "D_DATA_CUBE_CHANNEL", c - 1)
@@ -289,18 +300,7 @@ def program_sdp(hw: HwConfig, layer: SdpLayer) -> Program:
     p.reg("SDP", "S_POINTER", 0)
     lut = getattr(prm, "lut", None)
     if lut is not None and not prm.y.bypass and not prm.y.lut_bypass:
-        _lut_writes(p, "SDP", lut.le_table, lut.lo_table)
-        p.reg("SDP", "S_LUT_CFG", LUT_LE_FUNCTION=_le_function(lut.le_function), LUT_UFLOW_PRIORITY=lut.uflow_priority,
-              LUT_OFLOW_PRIORITY=lut.oflow_priority, LUT_HYBRID_PRIORITY=lut.hybrid_priority)
-        p.reg("SDP", "S_LUT_INFO", (lut.le_index_offset & 0xFF) | ((lut.le_index_select & 0xFF) << 8)
-              | ((lut.lo_index_select & 0xFF) << 16))
-        for tab in ("le", "lo"):
-            p.reg("SDP", f"S_LUT_{tab.upper()}_START", _u32(getattr(lut, f"{tab}_start")))
-            p.reg("SDP", f"S_LUT_{tab.upper()}_END", _u32(getattr(lut, f"{tab}_end")))
-            p.reg("SDP", f"S_LUT_{tab.upper()}_SLOPE_SCALE", (getattr(lut, f"{tab}_slope_uflow_scale") & 0xFFFF)
-                  | ((getattr(lut, f"{tab}_slope_oflow_scale") & 0xFFFF) << 16))
-            p.reg("SDP", f"S_LUT_{tab.upper()}_SLOPE_SHIFT", (getattr(lut, f"{tab}_slope_uflow_shift") & 0x1F)
-                  | ((getattr(lut, f"{tab}_slope_oflow_shift") & 0x1F) << 5))
+        _program_lut(p, "SDP", lut)
     for unit in ("SDP_RDMA", "SDP"):
         p.reg(unit, "D_DATA_CUBE_WIDTH", w - 1)
         p.reg(unit, "D_DATA_CUBE_HEIGHT", h - 1)
