@@ -16,6 +16,7 @@ from pathlib import Path
 
 _DESC = re.compile(r'(\w+\s*->\s*)?desc\s*=\s*"[^"]*"\s*;', re.S)
 _COMMENT = re.compile(r"//[^\n]*")
+_EMPTY_BLOCK = re.compile(r"\{\s*\}")  # what `ITEM = 1'd0 {desc = "..."};` leaves once desc is gone
 _REGFILE = re.compile(r"regfile\s+regs_NVDLA_(\w+)\s*\{")
 _REG_TAIL = re.compile(r"\s*(\w+)\s*(?:@\s*(0x[0-9a-fA-F]+))?\s*;")
 _ENUM = re.compile(r"enum\s+(\w+)\s*\{(.*?)\}\s*;", re.S)
@@ -44,7 +45,7 @@ def _int(literal: str, base_char: str = "h") -> int:
 def parse_rdl(path: Path) -> tuple[str, list[tuple]]:
     """Return (unit, registers) where a register is (name, offset, fields) and a field is
     (name, msb, lsb, access, reset, enum_items)."""
-    text = _COMMENT.sub("", _DESC.sub("", path.read_text()))
+    text = _EMPTY_BLOCK.sub("", _COMMENT.sub("", _DESC.sub("", path.read_text())))
     m = _REGFILE.search(text)
     if not m:
         raise ValueError(f"{path}: no 'regfile regs_NVDLA_<UNIT>' found")

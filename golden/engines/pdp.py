@@ -97,10 +97,12 @@ class Pooling:
             pad_values=pad_values,
         )
 
-    def out_size(self, size: int, kernel: int, stride: int, pad_before: int, pad_after: int) -> int:
-        """Outputs whose windows fit the padded extent (0 if none does)."""
-        span = pad_before + size + pad_after - kernel
-        return span // stride + 1 if span >= 0 else 0
+
+
+def pooled_size(size: int, kernel: int, stride: int, pad_before: int, pad_after: int) -> int:
+    """Outputs whose windows fit the padded extent (0 if none does)."""
+    span = pad_before + size + pad_after - kernel
+    return span // stride + 1 if span >= 0 else 0
 
 
 def _pad_value(reg: RegValue, name: str, bits: int) -> int:
@@ -167,7 +169,7 @@ def splits(pdp: RegView, pool: Pooling, in_width: int, out_width: int) -> list[S
                     f"split {i} starts at input column {in_start}, but its first output ({out_start}) "
                     f"starts at column {out_start * sw - pool.pad_left}",
                 )
-        natural = pool.out_size(width, kw, sw, pl, pr)
+        natural = pooled_size(width, kw, sw, pl, pr)
         if ow != natural:
             raise pout.fail(
                 f"PARTIAL_WIDTH_OUT_{part}",
@@ -254,8 +256,8 @@ def run(ctx: OpContext) -> None:
     if out_channels != channels:
         raise pdp.D_DATA_CUBE_OUT_CHANNEL.fail("CUBE_OUT_CHANNEL", f"{out_channels} channels out, {channels} in")
     kw, kh = pool_cfg.kernel_width, pool_cfg.kernel_height
-    want_w = pool_cfg.out_size(width, kw, pool_cfg.stride_width, pool_cfg.pad_left, pool_cfg.pad_right)
-    want_h = pool_cfg.out_size(height, kh, pool_cfg.stride_height, pool_cfg.pad_top, pool_cfg.pad_bottom)
+    want_w = pooled_size(width, kw, pool_cfg.stride_width, pool_cfg.pad_left, pool_cfg.pad_right)
+    want_h = pooled_size(height, kh, pool_cfg.stride_height, pool_cfg.pad_top, pool_cfg.pad_bottom)
     if out_width != want_w:
         raise pdp.D_DATA_CUBE_OUT_WIDTH.fail(
             "CUBE_OUT_WIDTH",
