@@ -15,20 +15,22 @@ def as_i64(x: Int) -> np.ndarray:
 
 
 def rha(v: Int, shift: Int) -> np.ndarray:
-    """``v / 2**shift`` rounded to nearest, ties away from zero. A negative shift shifts left."""
+    """``v / 2**shift`` rounded to nearest, ties away from zero; a negative shift shifts left.
+
+    Exact for any shift and |v| < 2**63: the rounding bit is added after shifting by ``shift - 1``,
+    ``((|v| >> (s-1)) + 1) >> 1 == (|v| + 2**(s-1)) >> s``, so nothing overflows int64 even for the
+    10-bit EW truncation (shifts up to 1023) or products near 2**62. Shifts of 64 or more give 0.
+    """
     v = as_i64(v)
     s = as_i64(shift)
-    if s.ndim == 0:
-        s_int = int(s)
-        if s_int <= 0:
-            return v << -s_int
-        mag = (np.abs(v) + (1 << (s_int - 1))) >> s_int
-        return np.where(v < 0, -mag, mag)
-    pos = np.maximum(s, 0)
-    half = np.where(pos > 0, np.left_shift(1, np.maximum(pos - 1, 0)), 0)
-    mag = (np.abs(v) + half) >> pos
-    right = np.where(v < 0, -mag, mag)
-    return np.where(s < 0, v << np.maximum(-s, 0), right)
+    mag = np.abs(v)
+    right = ((mag >> np.clip(s - 1, 0, 63)) + 1) >> 1
+    right = np.where(s > 63, 0, right)
+    right = np.where(v < 0, -right, right)
+    if s.ndim == 0 and int(s) > 0:
+        return right
+    left = v << np.clip(-s, 0, 63)
+    return np.where(s > 0, right, left)
 
 
 def sat(v: Int, bits: int) -> np.ndarray:

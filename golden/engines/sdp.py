@@ -12,18 +12,18 @@ Pipeline (NVDLA_NOTES §4 "SDP"; cmod ``hls/sdp/*.cpp``, ``hls_wrapper/sdp_hls_w
 Every stage works on the whole padded cube (C rounded up to the memory atom, H, W) as int64; all lanes of
 the last surface are computed and written (NOTES §8.3). Widths follow the cmod exactly: X keeps a 33-bit
 ALU result and a 49-bit product; Y multiplies 32 x 32 bits, which fits int64 exactly since
-|x·op| <= 2^62, and truncates with ``rha_exact`` (the 10-bit EW shift goes up to 1023).
+|x·op| <= 2^62, and truncates with ``golden.arith.rha`` (the 10-bit EW shift goes up to 1023).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from golden.arith import sat, sign_extend
+from golden.arith import rha, sat, sign_extend
 from golden.engines import Engine, OpContext, Views, register
-from golden.engines.sdp_lut import LutConfig, lut_lookup, rha_exact
-from golden.errors import ConfigError, UnsupportedError
+from golden.engines.sdp_lut import LutConfig, lut_lookup
+from golden.errors import UnsupportedError
 from golden.layout import CubeLayout, read_cube, write_cube
 from golden.memory import AddressSpace
 from golden.regs import RegView
@@ -263,9 +263,9 @@ def x_stage(x: np.ndarray, cfg: XConfig, alu_op: np.ndarray | int, mul_op: np.nd
         else:
             v = v + op
     if cfg.mul_bypass:
-        return _relu(sat(rha_exact(v, cfg.mul_shift), 32), cfg.relu_bypass)
+        return _relu(sat(rha(v, cfg.mul_shift), 32), cfg.relu_bypass)
     product = v * np.asarray(mul_op, dtype=np.int64)
-    truncated = sat(rha_exact(product, cfg.mul_shift), 32)
+    truncated = sat(rha(product, cfg.mul_shift), 32)
     if cfg.mul_prelu:
         passed = np.asarray(sign_extend(v, 32), dtype=np.int64)
         truncated = np.where(v >= 0, passed, truncated)
@@ -281,7 +281,7 @@ def operand_cvt(v: np.ndarray, cvt: OperandCvt) -> np.ndarray:
     v = np.asarray(v, dtype=np.int64)
     if cvt.bypass:
         return v
-    return sat(rha_exact((v - cvt.offset) * cvt.scale, cvt.truncate), 32)
+    return sat(rha((v - cvt.offset) * cvt.scale, cvt.truncate), 32)
 
 
 def y_core(x: np.ndarray, cfg: YConfig, alu_op: np.ndarray | int, mul_op: np.ndarray | int) -> np.ndarray:
@@ -293,7 +293,7 @@ def y_core(x: np.ndarray, cfg: YConfig, alu_op: np.ndarray | int, mul_op: np.nda
     v = x
     if not cfg.mul_bypass:
         product = v * np.asarray(mul_op, dtype=np.int64)
-        truncated = sat(rha_exact(product, cfg.truncate), 32)
+        truncated = sat(rha(product, cfg.truncate), 32)
         v = np.where(v >= 0, v, truncated) if cfg.mul_prelu else truncated
     if not cfg.alu_bypass:
         op = np.asarray(alu_op, dtype=np.int64)
@@ -315,7 +315,7 @@ def output_cvt(x: np.ndarray, cvt: OutCvt) -> tuple[np.ndarray, int]:
     than 1 from the plain arithmetic shift (``IntShiftRightSat``; the final int8 clamp is not counted).
     """
     v = (np.asarray(x, dtype=np.int64) - cvt.offset) * cvt.scale  # 33 x 16 bits
-    t = sat(rha_exact(v, cvt.shift), 17)
+    t = sat(rha(v, cvt.shift), 17)
     saturated = int(np.count_nonzero(np.abs((v >> cvt.shift) - t) > 1))
     return sat(t, 8), saturated
 
@@ -323,10 +323,12 @@ def output_cvt(x: np.ndarray, cvt: OutCvt) -> tuple[np.ndarray, int]:
 # ---------------------------------------------------------------------------------------------------
 # Legality and presence checks
 # ---------------------------------------------------------------------------------------------------
-def _check_precision(sdp: RegView, rdma: RegView | None) -> None:
+def _check_precision(sdp: RegView, rdma: RegView | None, reads_input: bool) -> None:
+    """Only int8 is modelled; SDP_RDMA's IN_PRECISION matters only when it reads the input cube."""
     fields = [(sdp.D_DATA_FORMAT, "PROC_PRECISION"), (sdp.D_DATA_FORMAT, "OUT_PRECISION")]
     if rdma is not None:
-        fields += [(rdma.D_FEATURE_MODE_CFG, f) for f in ("IN_PRECISION", "PROC_PRECISION", "OUT_PRECISION")]
+        names = ("IN_PRECISION",) * reads_input + ("PROC_PRECISION", "OUT_PRECISION")
+        fields += [(rdma.D_FEATURE_MODE_CFG, f) for f in names]
     for value, name in fields:
         prec = getattr(value, name)
         if prec not in PRECISIONS:
@@ -385,12 +387,15 @@ def _check_operand_dma(rdma: RegView, dma: DmaOperand, uses_alu: bool, uses_mul:
 
 
 def _check_rdma_cube(sdp: RegView, rdma: RegView) -> None:
-    for reg, fld in (("D_DATA_CUBE_WIDTH", "WIDTH"), ("D_DATA_CUBE_HEIGHT", "HEIGHT"), ("D_DATA_CUBE_CHANNEL", "CHANNEL")):
+    for reg, fld in (("D_DATA_CUBE_WIDTH", "WIDTH"), ("D_DATA_CUBE_HEIGHT", "HEIGHT"),
+                     ("D_DATA_CUBE_CHANNEL", "CHANNEL")):
         core, dma = getattr(getattr(sdp, reg), fld), getattr(getattr(rdma, reg), fld)
         if core != dma:
             raise getattr(rdma, reg).fail(fld, f"SDP_RDMA cube {fld.lower()} {dma} differs from SDP's {core}")
     if not sdp.D_FEATURE_MODE_CFG.FLYING_MODE and rdma.D_FEATURE_MODE_CFG.FLYING_MODE:
-        raise rdma.D_FEATURE_MODE_CFG.fail("FLYING_MODE", "SDP reads its input from memory but SDP_RDMA is in flying mode")
+        raise rdma.D_FEATURE_MODE_CFG.fail(
+            "FLYING_MODE", "SDP reads its input from memory but SDP_RDMA is in flying mode"
+        )
 
 
 def _check_dst_layout(sdp: RegView, layout: CubeLayout) -> None:
@@ -401,7 +406,9 @@ def _check_dst_layout(sdp: RegView, layout: CubeLayout) -> None:
     run = layout.width * layout.atom * layout.bpe
     if starts.size > 1 and int(np.min(np.diff(starts))) < run:
         if layout.height > 1 and layout.line_stride < run:
-            raise sdp.D_DST_LINE_STRIDE.fail("DST_LINE_STRIDE", f"{layout.line_stride} is below one line ({run} bytes)")
+            raise sdp.D_DST_LINE_STRIDE.fail(
+                "DST_LINE_STRIDE", f"{layout.line_stride} is below one line ({run} bytes)"
+            )
         raise sdp.D_DST_SURFACE_STRIDE.fail(
             "DST_SURFACE_STRIDE", f"{layout.surf_stride} makes surfaces overlap (line stride {layout.line_stride})"
         )
@@ -485,7 +492,7 @@ def run(ctx: OpContext) -> np.ndarray | None:
     x1, x2 = _x_configs(sdp)
     y = YConfig.from_view(sdp)
     cvt = OutCvt.from_view(sdp)
-    _check_precision(sdp, rdma)
+    _check_precision(sdp, rdma, reads_input=source(ctx.regs) is None)
     _check_presence(ctx, x1, x2, y)
     _check_mode(sdp, y, cvt)
 
@@ -513,22 +520,10 @@ def run(ctx: OpContext) -> np.ndarray | None:
 
     # ---- input ----
     if source(ctx.regs) == "CONV":
-        if ctx.flying_input is None:
-            raise sdp.D_FEATURE_MODE_CFG.fail("FLYING_MODE", "flying mode but no data from CACC")
-        x = np.asarray(sign_extend(np.asarray(ctx.flying_input, dtype=np.int64), 32), dtype=np.int64)
-        if x.shape != (c_pad, height, width):
-            raise sdp.D_DATA_CUBE_CHANNEL.fail(
-                "CHANNEL", f"CACC delivers a {x.shape} cube, SDP expects {(c_pad, height, width)}"
-            )
+        x = _flying_input(ctx, sdp, (c_pad, height, width))
     else:
         assert rdma is not None
-        src_line = _aligned(rdma.word("D_SRC_LINE_STRIDE"), unit)
-        src_surf = _aligned(rdma.word("D_SRC_SURFACE_STRIDE"), unit)
-        if packed_only and src_surf != atom:
-            raise rdma.D_SRC_SURFACE_STRIDE.fail("SRC_SURFACE_STRIDE", f"a 1x1 cube needs {atom} (packed surfaces)")
-        layout = CubeLayout(channels, height, width, src_line, src_surf, atom, 1)
-        space = _space(ctx, rdma.D_SRC_DMA_CFG.SRC_RAM_TYPE, "SDP_RDMA.D_SRC_DMA_CFG.SRC_RAM_TYPE")
-        x = read_cube(space, _address(rdma, "D_SRC_BASE_ADDR", unit), layout)
+        x = _read_input(ctx, rdma, CubeLayout(channels, height, width, 0, 0, atom), packed_only)
 
     def operands(stage: str, cfg: XConfig | YConfig) -> tuple[np.ndarray | int | None, np.ndarray | int | None]:
         alu = mul = None
@@ -577,15 +572,42 @@ def run(ctx: OpContext) -> np.ndarray | None:
 
     if sink(ctx.regs) == "PDP":
         return out
-    dst_line = _aligned(sdp.word("D_DST_LINE_STRIDE"), unit)
-    dst_surf = _aligned(sdp.word("D_DST_SURFACE_STRIDE"), unit)
-    if packed_only and dst_surf != atom:
-        raise sdp.D_DST_SURFACE_STRIDE.fail("DST_SURFACE_STRIDE", f"a 1x1 cube needs {atom} (packed surfaces)")
-    layout = CubeLayout(channels, height, width, dst_line, dst_surf, atom, 1)
+    _write_output(ctx, sdp, out, CubeLayout(channels, height, width, 0, 0, atom), packed_only)
+    return None
+
+
+def _flying_input(ctx: OpContext, sdp: RegView, shape: tuple[int, int, int]) -> np.ndarray:
+    """The int32 cube CACC hands over (all atom lanes)."""
+    if ctx.flying_input is None:
+        raise sdp.D_FEATURE_MODE_CFG.fail("FLYING_MODE", "flying mode but no data from CACC")
+    x = np.asarray(sign_extend(np.asarray(ctx.flying_input, dtype=np.int64), 32), dtype=np.int64)
+    if x.shape != shape:
+        raise sdp.D_DATA_CUBE_CHANNEL.fail("CHANNEL", f"CACC delivers a {x.shape} cube, SDP expects {shape}")
+    return x
+
+
+def _read_input(ctx: OpContext, rdma: RegView, cube: CubeLayout, packed_only: bool) -> np.ndarray:
+    """The int8 input cube SDP_RDMA reads (D_SRC_*), sign-extended."""
+    unit = ctx.hw.address_unit
+    line = _aligned(rdma.word("D_SRC_LINE_STRIDE"), unit)
+    surf = _aligned(rdma.word("D_SRC_SURFACE_STRIDE"), unit)
+    if packed_only and surf != cube.atom:
+        raise rdma.D_SRC_SURFACE_STRIDE.fail("SRC_SURFACE_STRIDE", f"a 1x1 cube needs {cube.atom} (packed surfaces)")
+    space = _space(ctx, rdma.D_SRC_DMA_CFG.SRC_RAM_TYPE, "SDP_RDMA.D_SRC_DMA_CFG.SRC_RAM_TYPE")
+    return read_cube(space, _address(rdma, "D_SRC_BASE_ADDR", unit), replace(cube, line_stride=line, surf_stride=surf))
+
+
+def _write_output(ctx: OpContext, sdp: RegView, out: np.ndarray, cube: CubeLayout, packed_only: bool) -> None:
+    """Write every atom lane of the int8 result at D_DST_* (NOTES §8.3: the CRC covers padding lanes)."""
+    unit = ctx.hw.address_unit
+    line = _aligned(sdp.word("D_DST_LINE_STRIDE"), unit)
+    surf = _aligned(sdp.word("D_DST_SURFACE_STRIDE"), unit)
+    if packed_only and surf != cube.atom:
+        raise sdp.D_DST_SURFACE_STRIDE.fail("DST_SURFACE_STRIDE", f"a 1x1 cube needs {cube.atom} (packed surfaces)")
+    layout = replace(cube, line_stride=line, surf_stride=surf)
     _check_dst_layout(sdp, layout)
     space = _space(ctx, sdp.D_DST_DMA_CFG.DST_RAM_TYPE, "SDP.D_DST_DMA_CFG.DST_RAM_TYPE")
     write_cube(space, _address(sdp, "D_DST_BASE_ADDR", unit), layout, out)
-    return None
 
 
 ENGINE = register(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from golden.arith import sat, sign_extend
+from golden.arith import rha, sat, sign_extend
 from golden.regs import RegView
 
 LE_DEPTH = 65
@@ -27,21 +27,6 @@ INDEX_MAX = 511
 LE, LO = 0, 1
 
 
-def rha_exact(v: np.ndarray, shift: int | np.ndarray) -> np.ndarray:
-    """``v / 2**shift`` rounded half away from zero, for any shift >= 0 and |v| < 2^63.
-
-    ``golden.arith.rha`` adds ``2**(shift-1)`` to |v|, which overflows int64 for the 10-bit EW truncation
-    (shift up to 1023) and for |v| near 2^62 (the EW product). Here the rounding bit is added after a
-    shift by ``shift-1``: ``((|v| >> (s-1)) + 1) >> 1`` equals ``(|v| + 2^(s-1)) >> s`` exactly.
-    """
-    v = np.asarray(v, dtype=np.int64)
-    s = np.minimum(np.asarray(shift, dtype=np.int64), 64)
-    mag = np.abs(v)
-    rounded = ((mag >> np.maximum(s - 1, 0)) + 1) >> 1
-    rounded = np.where(s > 0, rounded, mag)
-    return np.where(v < 0, -rounded, rounded)
-
-
 def signed_shift_sat32(v: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """cmod ``IntSignedShiftRight<.., 5, 32>``: a right shift (rha) by a signed amount, a negative amount
     shifting left, then saturation to 32 bits. |v| < 2^50 and shift in [-16, 15] here."""
@@ -49,7 +34,7 @@ def signed_shift_sat32(v: np.ndarray, shift: np.ndarray) -> np.ndarray:
     shift = np.asarray(shift, dtype=np.int64)
     # Anything of magnitude >= 2^32 saturates whatever the left shift, so clip before shifting.
     left = np.clip(v, -(1 << 33), 1 << 33) << np.clip(-shift, 0, 16)
-    return sat(np.where(shift < 0, left, rha_exact(v, np.maximum(shift, 0))), 32)
+    return sat(np.where(shift < 0, left, rha(v, np.maximum(shift, 0))), 32)
 
 
 @dataclass(frozen=True)
@@ -150,9 +135,11 @@ def exponent_index(x: np.ndarray, start: int, offset: int) -> TableIndex:
 def linear_index(x: np.ndarray, start: int, select: int, depth: int) -> TableIndex:
     """Linear spacing: index = (x − start) >> select (a negative select shifts left), saturated to 9 bits.
 
-    The fraction is ``(x − start) mod 2^select`` aligned to 35 bits (0 for a negative select). For
-    select >= 32 the cmod holds the masked value in a signed 32-bit variable before widening it to the
-    35-bit fraction, so an offset ``x − start >= 2^31`` gains sign-extension bits 32..34 (kept as is).
+    The fraction is ``(x − start) mod 2^select`` aligned to 35 bits (0 for a negative select). For the LE
+    table only, the cmod holds the masked value in a *signed* 32-bit variable (``yLutInType le_data_f``;
+    LO uses an unsigned one) before widening it to the 35-bit fraction: with select >= 32 an offset
+    ``x − start >= 2^31`` gains sign-extension bits 32..34. Modelled as the cmod does (the RTL's
+    ``NV_NVDLA_HLS_shiftrightusz`` has no such bits).
     """
     uflow = x <= start
     u = np.where(uflow, 0, x - start)  # 0 .. 2^32-1
@@ -167,7 +154,8 @@ def linear_index(x: np.ndarray, start: int, select: int, depth: int) -> TableInd
         frac = np.zeros_like(u)
     else:
         val = u & ((1 << select) - 1) if select < 32 else u
-        val = np.where(val >= (1 << 31), val + ((1 << FRAC_BITS) - (1 << 32)), val)
+        if depth == LE_DEPTH:
+            val = np.where(val >= (1 << 31), val + ((1 << FRAC_BITS) - (1 << 32)), val)
         if select <= FRAC_BITS:
             frac = (val << (FRAC_BITS - select)) & ((1 << FRAC_BITS) - 1)
         else:
@@ -216,7 +204,7 @@ def lut_lookup(
 
     y0 = np.where(use_lo, lo_t[np.minimum(index, LO_DEPTH - 1)], le_t[np.minimum(index, LE_DEPTH - 1)])
     y1 = np.where(use_lo, lo_t[np.minimum(index + 1, LO_DEPTH - 1)], le_t[np.minimum(index + 1, LE_DEPTH - 1)])
-    hit_out = sat(rha_exact(y0 * ((1 << FRAC_BITS) - frac) + y1 * frac, FRAC_BITS), 32)
+    hit_out = sat(rha(y0 * ((1 << FRAC_BITS) - frac) + y1 * frac, FRAC_BITS), 32)
 
     # Under/overflow: extrapolate from the end entry with the slope registers. Only LE in exponent mode
     # underflowing adds bias 2^LE_INDEX_OFFSET, for offset > 0 (cmod; the RTL also adds 1 for offset 0).

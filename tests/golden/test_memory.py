@@ -54,3 +54,15 @@ def test_cube_layout_places_elements_per_notes():
     c, h, w = 9, 1, 2
     assert raw[(c // 8) * 0x100 + h * 0x40 + w * 8 + c % 8].view(np.int8) == cube[c, h, w]
     assert (read_cube(mem.dram, 0x2000, lay) == cube).all()
+
+
+def test_rha_rounds_half_away_and_is_exact_for_huge_shifts():
+    from golden.arith import rha
+
+    assert rha(5, 1) == 3 and rha(-5, 1) == -3 and rha(4, 1) == 2 and rha(-6, 2) == -2
+    assert rha(3, -2) == 12  # a negative shift shifts left
+    big = (1 << 62) + (1 << 40)
+    assert rha(big, 41) == (big + (1 << 40)) >> 41
+    assert rha(-big, 1023) == 0 and rha(big, 64) == 0 and rha(1 << 62, 63) == 1
+    arr = rha(np.array([7, -7, 7, 1 << 61]), np.array([1, 1, -1, 1000]))
+    assert arr.tolist() == [4, -4, 14, 0]

@@ -9,7 +9,8 @@ import pytest
 from golden.config import NV_SMALL, NV_SMALL_256_FULL, HwConfig
 from golden.engines import ENGINES, OpContext
 from golden.engines import sdp as sdp_engine
-from golden.engines.sdp_lut import LutConfig, lut_lookup, rha_exact
+from golden.arith import rha
+from golden.engines.sdp_lut import LutConfig, lut_lookup
 from golden.errors import ConfigError, UnsupportedError
 from golden.layout import CubeLayout, read_cube, write_cube
 from golden.memory import Memory
@@ -88,7 +89,7 @@ def ref_table_index(x: int, start: int, exponent: bool, offset: int, select: int
     if select < 0:
         return q, 0, False, False
     val = d & ((1 << select) - 1)
-    if val >= 1 << 31:  # held in a signed 32-bit variable, then widened to 35 bits
+    if val >= 1 << 31 and depth == 65:  # LE holds it in a signed 32-bit variable, then widens to 35 bits
         val += (1 << 35) - (1 << 32)
     frac = (val << (35 - select)) % (1 << 35) if select <= 35 else val >> (select - 35)
     return q, frac, False, False
@@ -487,10 +488,10 @@ def test_ew_mul_is_exact_at_64_bits() -> None:
     np.testing.assert_array_equal(sdp_engine.y_core(x, y3, 0, -2**31), [2**31 - 1, -2**31, 2, -6])
 
 
-def test_rha_exact_matches_python_for_wide_values() -> None:
+def test_rha_matches_python_for_wide_values() -> None:
     vals = [2**62, -2**62, 2**62 - 1, -(2**61) - 1, 3, -3, 0]
     for s in (0, 1, 2, 61, 62, 63, 64, 200, 1023):
-        np.testing.assert_array_equal(rha_exact(np.array(vals), s), [ref_rha(v, s) for v in vals])
+        np.testing.assert_array_equal(rha(np.array(vals), s), [ref_rha(v, s) for v in vals])
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -718,3 +719,20 @@ def test_cv_sram_is_unsupported_on_nv_small() -> None:
     with pytest.raises(UnsupportedError) as err:
         op.run()
     assert err.value.unit == "CVIF"
+
+
+def test_le_linear_fraction_keeps_cmod_sign_extension_bits() -> None:
+    # select 33, x − start = 2^31: index 0. LO's fraction is 2^31·2^2 (1/4); the cmod's LE holds the masked
+    # value in a signed 32-bit variable, so its fraction gains bit 34: 2^33 + 2^34 (3/4).
+    cfg = lut_config(le_index_select=33, lo_index_select=33, le_start=-2**31, lo_start=-2**31)
+    assert lookup([0], cfg) == [8]  # 10·3/4 = 7.5
+    assert lookup([0], replace(cfg, hybrid_priority=1)) == [-1]  # −3·1/4 = −0.75
+
+
+def test_flying_mode_ignores_rdma_input_precision() -> None:
+    op = SdpOp(8, 1, 1, sdp={"D_FEATURE_MODE_CFG": {"FLYING_MODE": 1}, **x_regs("BS", alu="SUM", alu_src=1)},
+               rdma={"D_FEATURE_MODE_CFG": {"FLYING_MODE": 1, "IN_PRECISION": "INT16"}},
+               flying_input=np.arange(8).reshape(8, 1, 1))
+    op.set_operands("BS", "ALU", [np.arange(8) * 10], 1, False)
+    op.run()
+    np.testing.assert_array_equal(op.output().reshape(-1), np.arange(8) * 11)
