@@ -22,7 +22,7 @@ import numpy as np
 
 from golden.arith import rha, sat, sign_extend
 from golden.engines import Engine, OpContext, register
-from golden.engines.pdp import check_int8, feature_cube
+from golden.dma import check_int8, feature_cube
 from golden.errors import UnsupportedError
 from golden.layout import read_cube, write_cube
 from golden.regs import RegValue, RegView

@@ -39,11 +39,12 @@ import numpy as np
 
 from golden.arith import rha, sat, sign_extend
 from golden.config import HwConfig
+from golden.dma import dma_address, dma_bytes, ram_space
 from golden.engines import Engine, OpContext, register
 from golden.errors import UnsupportedError
 from golden.layout import CubeLayout, read_cube
-from golden.memory import AddressSpace, Memory
-from golden.regs import RegValue, RegView
+from golden.memory import AddressSpace
+from golden.regs import RegView
 
 #: Largest im2col block (float64 elements) built at once; bigger convolutions are cut into row/tap blocks.
 _IM2COL_LIMIT = 1 << 23
@@ -211,22 +212,6 @@ def cacc_deliver(acc: np.ndarray, clip_truncate: int) -> tuple[np.ndarray, int]:
 
 
 # ---- register decoding ----------------------------------------------------------------------------------
-def _address(hw: HwConfig, high: int, low: int) -> int:
-    """64-bit address from HIGH/LOW words; configs with coarser address units ignore the low bits."""
-    return ((high << 32) | low) & ~(hw.address_unit - 1)
-
-
-def _stride(hw: HwConfig, value: int) -> int:
-    return value & ~(hw.address_unit - 1)
-
-
-def _space(mem: Memory, hw: HwConfig, field: RegValue, name: str) -> AddressSpace:
-    ram = getattr(field, name)
-    if ram == Memory.RAM_CV and not hw.secondary_memif:
-        raise field.fail(name, f"selects CV-SRAM, but {hw.name} has no secondary memory interface")
-    return mem.space(ram)
-
-
 def _check_supported(regs: dict[str, RegView]) -> None:
     """Features of the conv pipeline this model does not implement (yet) raise UnsupportedError."""
     cdma, csc = regs["CDMA"], regs["CSC"]
@@ -295,8 +280,8 @@ def decode(regs: dict[str, RegView], hw: HwConfig) -> ConvGeometry:
 
     # Feature layout in memory (cmod DirectConvDataRequest/ResponseSequencerCommon).
     atom = hw.atom_elements("int8")
-    line_stride = _stride(hw, cdma.D_LINE_STRIDE.LINE_STRIDE)
-    surf_stride = _stride(hw, cdma.D_SURF_STRIDE.SURF_STRIDE)
+    line_stride = dma_bytes(hw, cdma.D_LINE_STRIDE.LINE_STRIDE)
+    surf_stride = dma_bytes(hw, cdma.D_SURF_STRIDE.SURF_STRIDE)
     surfaces = -(-C // atom)
     if H > 1 and line_stride < W * atom:
         raise cdma.D_LINE_STRIDE.fail(
@@ -388,20 +373,20 @@ def run(ctx: OpContext) -> np.ndarray:
     atom = hw.atom_elements("int8")
     layout = CubeLayout(
         channels=geom.channels, height=geom.height, width=geom.width,
-        line_stride=_stride(hw, cdma.D_LINE_STRIDE.LINE_STRIDE),
-        surf_stride=_stride(hw, cdma.D_SURF_STRIDE.SURF_STRIDE),
+        line_stride=dma_bytes(hw, cdma.D_LINE_STRIDE.LINE_STRIDE),
+        surf_stride=dma_bytes(hw, cdma.D_SURF_STRIDE.SURF_STRIDE),
         atom=atom,
     )
-    fspace = _space(ctx.mem, hw, cdma.D_DAIN_RAM_TYPE, "DATAIN_RAM_TYPE")
-    fbase = _address(hw, cdma.D_DAIN_ADDR_HIGH_0.DATAIN_ADDR_HIGH_0, cdma.D_DAIN_ADDR_LOW_0.DATAIN_ADDR_LOW_0)
+    fspace = ram_space(hw, ctx.mem, cdma.D_DAIN_RAM_TYPE, "DATAIN_RAM_TYPE")
+    fbase = dma_address(hw, cdma, "D_DAIN_ADDR", "_0")
     x = _read_feature(fspace, fbase, layout, geom.channels)
     cvt = cdma.D_CVT_CFG
     if cvt.CVT_EN:
         offset, scale = cdma.D_CVT_OFFSET.signed("CVT_OFFSET"), cdma.D_CVT_SCALE.signed("CVT_SCALE")
         x = cdma_convert(x, offset, scale, cvt.CVT_TRUNCATE)
 
-    wspace = _space(ctx.mem, hw, cdma.D_WEIGHT_RAM_TYPE, "WEIGHT_RAM_TYPE")
-    wbase = _address(hw, cdma.D_WEIGHT_ADDR_HIGH.WEIGHT_ADDR_HIGH, cdma.D_WEIGHT_ADDR_LOW.WEIGHT_ADDR_LOW)
+    wspace = ram_space(hw, ctx.mem, cdma.D_WEIGHT_RAM_TYPE, "WEIGHT_RAM_TYPE")
+    wbase = dma_address(hw, cdma, "D_WEIGHT_ADDR")
     w = unpack_weights(wspace.read(wbase, geom.weight_bytes), geom, hw)
 
     acc = direct_conv(x, w, geom)

@@ -23,11 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from golden.arith import rha, sign_extend
-from golden.config import HwConfig
 from golden.engines import Engine, OpContext, Views, register
-from golden.errors import ConfigError, UnsupportedError
+from golden.errors import ConfigError
+from golden.dma import check_int8, feature_cube
 from golden.layout import CubeLayout, read_cube, write_cube
-from golden.memory import AddressSpace, Memory
 from golden.regs import RegValue, RegView
 
 #: ``D_OPERATION_MODE_CFG.FLYING_MODE`` (and PDP_RDMA ``D_FLYING_MODE``): 0 ON_FLYING (SDP), 1 OFF_FLYING.
@@ -40,7 +39,6 @@ MAX_KERNEL = 8
 #: Width (bits) of the int8 sign extension of PAD_VALUE_1X..7X (cmod ``int_sign_extend`` sign bits 7..10).
 PAD_VALUE_BITS = (8, 9, 10, 10, 11, 11, 11)
 #: ``D_DATA_FORMAT`` encodings.
-DATA_FORMATS = {0: "int8", 1: "int16", 2: "fp16"}
 
 
 # ---- register decoding ---------------------------------------------------------------------------
@@ -325,76 +323,6 @@ def _check_rdma(rdma: RegView, pdp: RegView) -> None:
         got = getattr(reg, name)
         if got != want:
             raise reg.fail(name, f"is {got}, but the PDP core is programmed for {want}")
-
-
-# ---- DMA helpers shared with cdp.py --------------------------------------------------------------
-def check_int8(reg: RegValue, name: str, unit: str) -> None:
-    """Only int8 is modelled; int16/fp16 raise UnsupportedError naming the precision."""
-    fmt = getattr(reg, name)
-    if fmt not in DATA_FORMATS:
-        raise reg.fail(name, f"{fmt} is not a data format (0 int8, 1 int16, 2 fp16)")
-    if DATA_FORMATS[fmt] != "int8":
-        raise UnsupportedError(unit, f"{unit} {DATA_FORMATS[fmt]} ({reg.where(name)}={fmt}) is not modelled yet; only int8 is")
-
-
-def dma_bytes(hw: HwConfig, word: int) -> int:
-    """Byte value of an address/stride register word. nv_full fields are [31:5] (32-byte units), which
-    the cmod shifts back by 5, i.e. the low bits of the word are ignored."""
-    return word & ~(hw.address_unit - 1)
-
-
-def feature_cube(
-    hw: HwConfig, mem: Memory, view: RegView, side: str, ram_reg: str, channels: int, height: int, width: int
-) -> tuple[AddressSpace, int, CubeLayout]:
-    """Memory space, base address and layout of a feature cube from ``D_{SRC,DST}_*`` registers."""
-    base = (view.word(f"D_{side}_BASE_ADDR_HIGH") << 32) | view.word(f"D_{side}_BASE_ADDR_LOW")
-    layout = CubeLayout(
-        channels,
-        height,
-        width,
-        dma_bytes(hw, view.word(f"D_{side}_LINE_STRIDE")),
-        dma_bytes(hw, view.word(f"D_{side}_SURFACE_STRIDE")),
-        hw.atom_elements("int8"),
-    )
-    check_fits(layout, view, side)
-    ram = getattr(view, ram_reg)
-    ram_field = f"{side}_RAM_TYPE"
-    ram_type = getattr(ram, ram_field)
-    if ram_type == Memory.RAM_CV and not hw.secondary_memif:
-        raise UnsupportedError("CVIF", f"{ram.where(ram_field)} selects CV-SRAM, which {hw.name} does not have")
-    return mem.space(ram_type), dma_bytes(hw, base), layout
-
-
-def check_fits(layout: CubeLayout, view: RegView, side: str) -> None:
-    """Raise ConfigError when the cube's atoms overlap in memory (a stride too small for the cube).
-
-    Lines must not overlap inside a surface; surfaces must not overlap one another. Layouts that
-    interleave surfaces between lines are legal when no two atoms share a byte, which is checked exactly.
-    """
-    atom_bytes = layout.atom * layout.bpe
-    line_bytes = layout.width * atom_bytes
-    line_name, surf_name = f"D_{side}_LINE_STRIDE", f"D_{side}_SURFACE_STRIDE"
-    if layout.height > 1 and layout.line_stride < line_bytes:
-        reg = getattr(view, line_name)
-        raise reg.fail(
-            f"{side}_LINE_STRIDE",
-            f"{layout.line_stride} bytes is less than one line of {layout.width} atoms ({line_bytes} bytes)",
-        )
-    if layout.surfaces <= 1:
-        return
-    if layout.surf_stride >= (layout.height - 1) * layout.line_stride + line_bytes:
-        return
-    s = np.arange(layout.surfaces, dtype=np.int64)[:, None, None] * layout.surf_stride
-    h = np.arange(layout.height, dtype=np.int64)[None, :, None] * layout.line_stride
-    w = np.arange(layout.width, dtype=np.int64)[None, None, :] * atom_bytes
-    starts = np.sort((s + h + w).ravel())
-    if np.any(np.diff(starts) < atom_bytes):
-        reg = getattr(view, surf_name)
-        raise reg.fail(
-            f"{side}_SURFACE_STRIDE",
-            f"{layout.surf_stride} bytes makes the {layout.surfaces} surfaces of a "
-            f"{layout.height}x{layout.width} cube (line stride {layout.line_stride}) overlap",
-        )
 
 
 ENGINE = register(

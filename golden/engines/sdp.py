@@ -22,6 +22,8 @@ import numpy as np
 
 from golden.arith import rha, sat, sign_extend
 from golden.engines import Engine, OpContext, Views, register
+from golden.config import HwConfig
+from golden.dma import dma_address, dma_bytes, space_for
 from golden.engines.sdp_lut import LutConfig, lut_lookup
 from golden.errors import UnsupportedError
 from golden.layout import CubeLayout, read_cube, write_cube
@@ -195,7 +197,7 @@ class DmaOperand:
     surf_stride: int
 
     @classmethod
-    def from_view(cls, rdma: RegView, prefix: str, stage: str, unit: int) -> "DmaOperand":
+    def from_view(cls, rdma: RegView, prefix: str, stage: str, hw: HwConfig) -> "DmaOperand":
         cfg = getattr(rdma, f"D_{prefix}RDMA_CFG")
         p = f"{prefix}RDMA"
         return cls(
@@ -206,9 +208,9 @@ class DmaOperand:
             data_size=2 if getattr(cfg, f"{p}_DATA_SIZE") else 1,
             per_element=bool(getattr(cfg, f"{p}_DATA_MODE")),
             ram_type=getattr(cfg, f"{p}_RAM_TYPE"),
-            base=_address(rdma, f"D_{stage}_BASE_ADDR", unit),
-            line_stride=_aligned(rdma.word(f"D_{stage}_LINE_STRIDE"), unit),
-            surf_stride=_aligned(rdma.word(f"D_{stage}_SURFACE_STRIDE"), unit),
+            base=dma_address(hw, rdma, f"D_{stage}_BASE_ADDR"),
+            line_stride=dma_bytes(hw, rdma.word(f"D_{stage}_LINE_STRIDE")),
+            surf_stride=dma_bytes(hw, rdma.word(f"D_{stage}_SURFACE_STRIDE")),
         )
 
     @property
@@ -222,15 +224,6 @@ class DmaOperand:
     @property
     def cfg_register(self) -> str:
         return f"D_{self.prefix}RDMA_CFG"
-
-
-def _aligned(word: int, unit: int) -> int:
-    """Byte value of an address/stride register (nv_full keeps bits [31:5]: 32-byte units)."""
-    return word - word % unit
-
-
-def _address(view: RegView, name: str, unit: int) -> int:
-    return (view.word(f"{name}_HIGH") << 32) | _aligned(view.word(f"{name}_LOW"), unit)
 
 
 def _x_configs(sdp: RegView) -> tuple[XConfig, XConfig]:
@@ -417,12 +410,6 @@ def _check_dst_layout(sdp: RegView, layout: CubeLayout) -> None:
 # ---------------------------------------------------------------------------------------------------
 # Memory access
 # ---------------------------------------------------------------------------------------------------
-def _space(ctx: OpContext, ram_type: int, where: str) -> AddressSpace:
-    if ram_type == 0 and not ctx.hw.secondary_memif:
-        raise UnsupportedError("CVIF", f"{where} selects CV-SRAM, which {ctx.hw.name} does not have")
-    return ctx.mem.space(ram_type)
-
-
 def _little_endian(raw: np.ndarray, size: int) -> np.ndarray:
     """Signed values of ``size``-byte little-endian groups along the last axis."""
     v = raw[..., 0].astype(np.int64)
@@ -487,7 +474,6 @@ def run(ctx: OpContext) -> np.ndarray | None:
     needs_rdma = rdma_needed(ctx.regs)
     rdma = ctx.regs["SDP_RDMA"] if needs_rdma else None
     hw = ctx.hw
-    unit = hw.address_unit
 
     x1, x2 = _x_configs(sdp)
     y = YConfig.from_view(sdp)
@@ -509,7 +495,7 @@ def run(ctx: OpContext) -> np.ndarray | None:
     if rdma is not None:
         _check_rdma_cube(sdp, rdma)
         for prefix, stage, cfg in (("B", "BS", x1), ("N", "BN", x2), ("E", "EW", y)):
-            dma = DmaOperand.from_view(rdma, prefix, stage, unit)
+            dma = DmaOperand.from_view(rdma, prefix, stage, hw)
             _check_operand_dma(rdma, dma, cfg.uses_alu_mem, cfg.uses_mul_mem)
             used = cfg.uses_alu_mem or cfg.uses_mul_mem
             if used and dma.per_element and packed_only and dma.surf_stride != atom * dma.bytes_per_element:
@@ -529,7 +515,7 @@ def run(ctx: OpContext) -> np.ndarray | None:
         alu = mul = None
         if cfg.uses_alu_mem or cfg.uses_mul_mem:
             dma = dmas[stage]
-            space = _space(ctx, dma.ram_type, f"SDP_RDMA.{dma.cfg_register}.{dma.prefix}RDMA_RAM_TYPE")
+            space = space_for(ctx.hw, ctx.mem, dma.ram_type, f"SDP_RDMA.{dma.cfg_register}.{dma.prefix}RDMA_RAM_TYPE")
             alu, mul = read_operands(space, dma, channels, height, width, atom)
         return alu, mul
 
@@ -588,26 +574,24 @@ def _flying_input(ctx: OpContext, sdp: RegView, shape: tuple[int, int, int]) -> 
 
 def _read_input(ctx: OpContext, rdma: RegView, cube: CubeLayout, packed_only: bool) -> np.ndarray:
     """The int8 input cube SDP_RDMA reads (D_SRC_*), sign-extended."""
-    unit = ctx.hw.address_unit
-    line = _aligned(rdma.word("D_SRC_LINE_STRIDE"), unit)
-    surf = _aligned(rdma.word("D_SRC_SURFACE_STRIDE"), unit)
+    line = dma_bytes(ctx.hw, rdma.word("D_SRC_LINE_STRIDE"))
+    surf = dma_bytes(ctx.hw, rdma.word("D_SRC_SURFACE_STRIDE"))
     if packed_only and surf != cube.atom:
         raise rdma.D_SRC_SURFACE_STRIDE.fail("SRC_SURFACE_STRIDE", f"a 1x1 cube needs {cube.atom} (packed surfaces)")
-    space = _space(ctx, rdma.D_SRC_DMA_CFG.SRC_RAM_TYPE, "SDP_RDMA.D_SRC_DMA_CFG.SRC_RAM_TYPE")
-    return read_cube(space, _address(rdma, "D_SRC_BASE_ADDR", unit), replace(cube, line_stride=line, surf_stride=surf))
+    space = space_for(ctx.hw, ctx.mem, rdma.D_SRC_DMA_CFG.SRC_RAM_TYPE, "SDP_RDMA.D_SRC_DMA_CFG.SRC_RAM_TYPE")
+    return read_cube(space, dma_address(ctx.hw, rdma, "D_SRC_BASE_ADDR"), replace(cube, line_stride=line, surf_stride=surf))
 
 
 def _write_output(ctx: OpContext, sdp: RegView, out: np.ndarray, cube: CubeLayout, packed_only: bool) -> None:
     """Write every atom lane of the int8 result at D_DST_* (NOTES §8.3: the CRC covers padding lanes)."""
-    unit = ctx.hw.address_unit
-    line = _aligned(sdp.word("D_DST_LINE_STRIDE"), unit)
-    surf = _aligned(sdp.word("D_DST_SURFACE_STRIDE"), unit)
+    line = dma_bytes(ctx.hw, sdp.word("D_DST_LINE_STRIDE"))
+    surf = dma_bytes(ctx.hw, sdp.word("D_DST_SURFACE_STRIDE"))
     if packed_only and surf != cube.atom:
         raise sdp.D_DST_SURFACE_STRIDE.fail("DST_SURFACE_STRIDE", f"a 1x1 cube needs {cube.atom} (packed surfaces)")
     layout = replace(cube, line_stride=line, surf_stride=surf)
     _check_dst_layout(sdp, layout)
-    space = _space(ctx, sdp.D_DST_DMA_CFG.DST_RAM_TYPE, "SDP.D_DST_DMA_CFG.DST_RAM_TYPE")
-    write_cube(space, _address(sdp, "D_DST_BASE_ADDR", unit), layout, out)
+    space = space_for(ctx.hw, ctx.mem, sdp.D_DST_DMA_CFG.DST_RAM_TYPE, "SDP.D_DST_DMA_CFG.DST_RAM_TYPE")
+    write_cube(space, dma_address(ctx.hw, sdp, "D_DST_BASE_ADDR"), layout, out)
 
 
 ENGINE = register(

@@ -388,9 +388,14 @@ def test_input_larger_than_cbuf_is_illegal():
     assert config_error(hw, words).where == "CDMA.D_BANK.DATA_BANK"
 
 
-def test_cv_sram_without_secondary_memif_is_illegal():
+def test_cv_sram_without_secondary_memif_needs_cvif():
+    """CV-SRAM on a config without a secondary memory interface needs a unit it lacks: N/A, naming CVIF."""
     hw = get_config("nv_small")
-    assert config_error(hw, program(hw, GOOD, ram_type=0)).where == "CDMA.D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE"
+    mem = Memory()
+    words = program(hw, GOOD, ram_type=0)
+    with pytest.raises(UnsupportedError, match="CDMA.D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE") as ei:
+        run_engine(hw, words, mem)
+    assert ei.value.unit == "CVIF"
 
 
 def test_minus_one_fields_have_no_illegal_zero():

@@ -1,0 +1,100 @@
+"""How engines' DMA registers become memory accesses: address/stride words, RAM type, data format,
+and the legality of a cube's strides. One copy for every engine, so they agree on the rules.
+
+- Address and stride registers count bytes, except on configs with coarser address units (nv_full:
+  fields [31:5], 32-byte units), where the low bits of the word are ignored, as the cmod shifts them out.
+- RAM_TYPE 1 selects primary DRAM (MC), 0 the CV-SRAM (CV); CV-SRAM on a config without a secondary
+  memory interface needs a unit the config lacks (UnsupportedError naming CVIF).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from golden.config import HwConfig
+from golden.errors import UnsupportedError
+from golden.layout import CubeLayout
+from golden.memory import AddressSpace, Memory
+from golden.regs import RegValue, RegView
+
+#: D_DATA_FORMAT / precision field encoding shared by every unit.
+DATA_FORMATS = {0: "int8", 1: "int16", 2: "fp16"}
+
+
+def space_for(hw: HwConfig, mem: Memory, ram_type: int, where: str) -> AddressSpace:
+    """The address space a RAM_TYPE value selects; ``where`` names the field for the error."""
+    if ram_type == Memory.RAM_CV and not hw.secondary_memif:
+        raise UnsupportedError("CVIF", f"{where} selects CV-SRAM, which {hw.name} does not have")
+    return mem.space(ram_type)
+
+
+def ram_space(hw: HwConfig, mem: Memory, reg: RegValue, field: str) -> AddressSpace:
+    return space_for(hw, mem, getattr(reg, field), reg.where(field))
+
+
+def dma_address(hw: HwConfig, view: RegView, name: str, suffix: str = "") -> int:
+    """Byte address from a ``<name>_HIGH<suffix>``/``<name>_LOW<suffix>`` register pair
+    (``D_SRC_BASE_ADDR``; CDMA's planes: ``D_DAIN_ADDR`` with suffix ``_0``)."""
+    return dma_bytes(hw, (view.word(f"{name}_HIGH{suffix}") << 32) | view.word(f"{name}_LOW{suffix}"))
+
+
+def check_int8(reg: RegValue, name: str, unit: str) -> None:
+    """Only int8 is modelled; int16/fp16 raise UnsupportedError naming the precision."""
+    fmt = getattr(reg, name)
+    if fmt not in DATA_FORMATS:
+        raise reg.fail(name, f"{fmt} is not a data format (0 int8, 1 int16, 2 fp16)")
+    if DATA_FORMATS[fmt] != "int8":
+        raise UnsupportedError(unit, f"{unit} {DATA_FORMATS[fmt]} ({reg.where(name)}={fmt}) is not modelled yet; only int8 is")
+
+
+def dma_bytes(hw: HwConfig, word: int) -> int:
+    """Byte value of an address/stride register word. nv_full fields are [31:5] (32-byte units), which
+    the cmod shifts back by 5, i.e. the low bits of the word are ignored."""
+    return word & ~(hw.address_unit - 1)
+
+
+def feature_cube(
+    hw: HwConfig, mem: Memory, view: RegView, side: str, ram_reg: str, channels: int, height: int, width: int
+) -> tuple[AddressSpace, int, CubeLayout]:
+    """Memory space, base address and layout of a feature cube from ``D_{SRC,DST}_*`` registers."""
+    layout = CubeLayout(
+        channels,
+        height,
+        width,
+        dma_bytes(hw, view.word(f"D_{side}_LINE_STRIDE")),
+        dma_bytes(hw, view.word(f"D_{side}_SURFACE_STRIDE")),
+        hw.atom_elements("int8"),
+    )
+    check_fits(layout, view, side)
+    return ram_space(hw, mem, getattr(view, ram_reg), f"{side}_RAM_TYPE"), dma_address(hw, view, f"D_{side}_BASE_ADDR"), layout
+
+
+def check_fits(layout: CubeLayout, view: RegView, side: str) -> None:
+    """Raise ConfigError when the cube's atoms overlap in memory (a stride too small for the cube).
+
+    Lines must not overlap inside a surface; surfaces must not overlap one another. Layouts that
+    interleave surfaces between lines are legal when no two atoms share a byte, which is checked exactly.
+    """
+    atom_bytes = layout.atom * layout.bpe
+    line_bytes = layout.width * atom_bytes
+    line_name, surf_name = f"D_{side}_LINE_STRIDE", f"D_{side}_SURFACE_STRIDE"
+    if layout.height > 1 and layout.line_stride < line_bytes:
+        reg = getattr(view, line_name)
+        raise reg.fail(
+            f"{side}_LINE_STRIDE",
+            f"{layout.line_stride} bytes is less than one line of {layout.width} atoms ({line_bytes} bytes)",
+        )
+    if layout.surfaces <= 1:
+        return
+    if layout.surf_stride >= (layout.height - 1) * layout.line_stride + line_bytes:
+        return
+    s = np.arange(layout.surfaces, dtype=np.int64)[:, None, None] * layout.surf_stride
+    h = np.arange(layout.height, dtype=np.int64)[None, :, None] * layout.line_stride
+    w = np.arange(layout.width, dtype=np.int64)[None, None, :] * atom_bytes
+    starts = np.sort((s + h + w).ravel())
+    if np.any(np.diff(starts) < atom_bytes):
+        reg = getattr(view, surf_name)
+        raise reg.fail(
+            f"{side}_SURFACE_STRIDE",
+            f"{layout.surf_stride} bytes makes the {layout.surfaces} surfaces of a "
+            f"{layout.height}x{layout.width} cube (line stride {layout.line_stride}) overlap",
+        )
