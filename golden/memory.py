@@ -69,13 +69,13 @@ class AddressSpace:
         return self.read(addr, size).tobytes()
 
     def crc32(self, addr: int, size: int) -> int:
-        """CRC-32 of [addr, addr+size) in ascending address order, exactly as NVDLA's ``check_crc``
-        (reflected, poly 0xEDB88320, init/final xor 0xFFFFFFFF: zlib's crc32)."""
+        """CRC-32 of [addr, addr+size) in ascending address order, exactly as NVDLA's ``check_crc``:
+        the standard reflected IEEE CRC-32, which is zlib's."""
         crc = 0
         for page, off, _, n in self._chunks(addr, size):
             p = self._pages.get(page)
             crc = zlib.crc32(p[off : off + n] if p is not None else bytes(n), crc)
-        return crc & 0xFFFFFFFF
+        return crc
 
     # ---- strided access over offset arrays ---------------------------------------------------------
     def gather(self, base: int, offsets: np.ndarray) -> np.ndarray:

@@ -137,7 +137,7 @@ async def play(trace: Trace, target: Target, timeout_ns: int = DEFAULT_TIMEOUT_N
         elif isinstance(cmd, CheckCrc):
             if await synced(cmd.sync, "check_crc", cmd.line):
                 data = await target.read_mem(cmd.base, cmd.size, cmd.mem)
-                got = zlib.crc32(data) & 0xFFFFFFFF
+                got = zlib.crc32(data)
                 ok = got == cmd.crc
                 result.checks.append(
                     CheckResult("check_crc", cmd.line, ok,

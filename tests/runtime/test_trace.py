@@ -30,7 +30,7 @@ def test_parses_every_command_form(make_trace):
         'mem_load(pri_mem, 0x80000000, "x.dat");',
         "intr_notify(cdma_dat_0, s0);",
         "intr_notify(SDP_1, s1);",
-        "check_crc(s1, pri_mem, 0x80000000, 0x800, 0xf1e8ba9e); //MC",
+        "check_crc(s1, pri_mem, 0x80000000, 0x800, 0x0badc0de); //MC",
         "check_nothing(s0);",
         "reg_read_check(NVDLA_PDP.D_DATA_CUBE_IN_WIDTH_0, 0x7);",
         "sync_notify(NVDLA_SDP, e0);",
@@ -41,7 +41,7 @@ def test_parses_every_command_form(make_trace):
     assert isinstance(t.commands[5], MemLoad) and t.commands[5].file == d / "x.dat"
     assert t.commands[6] == IntrNotify(7, "CDMA_DAT_0", 16, "s0")
     assert t.commands[7].bit == 1
-    assert t.commands[8] == CheckCrc(9, "s1", "pri_mem", 0x80000000, 0x800, 0xF1E8BA9E)
+    assert t.commands[8] == CheckCrc(9, "s1", "pri_mem", 0x80000000, 0x800, 0x0BADC0DE)
     assert t.missing_files() == [d / "x.dat"]
 
 
