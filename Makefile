@@ -14,6 +14,11 @@ export NVDLA_TRACES
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@command -v iverilog >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing iverilog (Debian package)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; \
+	  else echo "warning: iverilog not found and cannot apt-get it; the icarus target will be unavailable"; fi; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
