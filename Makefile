@@ -34,8 +34,12 @@ regress: install
 bench: install
 	$(BIN)/python -m regressions.bench --out build/bench/results.json
 
+lint: install
+	$(BIN)/python -m pytest -q tests/rtl/test_lint.py
+
 regen-regs: install
 	$(BIN)/python tools/gen_regs.py --rdl $(abspath ../shared/nvdla/spec/manual) --out golden/regs/_table.py
+	$(BIN)/python tools/gen_rtl_headers.py
 
 clean:
 	rm -rf build .pytest_cache
