@@ -5,11 +5,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JOBS ?= auto
+# make sim TRACE=path/to/trace_or_suite [SIM=verilator|icarus] [RTL_FILELIST=nvdla.f TOPLEVEL=NV_nvdla]
+SIM ?= verilator
 # NVDLA conformance traces: ../shared beside the clone by default; override with NVDLA_TRACES=PATH.
 NVDLA_TRACES ?= $(abspath ../shared/nvdla/traces)
 export NVDLA_TRACES
 
-.PHONY: install test regress bench lint regen-regs clean
+.PHONY: install test regress bench lint sim regen-regs clean
 
 install: $(STAMP)
 
@@ -33,6 +35,10 @@ regress: install
 
 bench: install
 	$(BIN)/python -m regressions.bench --out build/bench/results.json
+
+sim: install
+	@test -n "$(TRACE)" || { echo "usage: make sim TRACE=PATH [SIM=verilator|icarus] [RTL_FILELIST=F TOPLEVEL=T]"; exit 2; }
+	$(BIN)/dla trace $(TRACE) --target $(SIM) -j 2 $(if $(RTL_FILELIST),--rtl-filelist $(RTL_FILELIST)) $(if $(TOPLEVEL),--toplevel $(TOPLEVEL))
 
 lint: install
 	$(BIN)/python -m pytest -q tests/rtl/test_lint.py

@@ -38,7 +38,7 @@ _CFGROM_UNIT_IDS = {
 #: Data type bits of the CFGROM ``*_FEATURE_TYPES``/``*_WEIGHT_TYPES`` words (int8 is 0x10 in NVDLA's ROM).
 _CFGROM_TYPE_BITS = {"int8": 0x10, "int16": 0x20, "fp16": 0x100}
 #: SDP_CAP_COMPAT bits for its sub-units (nv_small's ROM holds 0x18 = X1 + X2).
-_CFGROM_SDP_CAPS = {"sdp_bs": 0x8, "sdp_bn": 0x10, "sdp_ew": 0x20, "sdp_lut": 0x40}
+CFGROM_SDP_CAPS = {"sdp_bs": 0x8, "sdp_bn": 0x10, "sdp_ew": 0x20, "sdp_lut": 0x40}
 
 
 def cfgrom_values(hw: HwConfig) -> dict[str, int]:
@@ -81,7 +81,7 @@ def cfgrom_values(hw: HwConfig) -> dict[str, int]:
         elif key == "BASE_MEM_ADDR_WIDTH":
             values[name] = hw.mem_address_width
         elif key == "CAP_COMPAT" and unit == "SDP":
-            values[name] = sum(bit for attr, bit in _CFGROM_SDP_CAPS.items() if getattr(hw, attr))
+            values[name] = sum(bit for attr, bit in CFGROM_SDP_CAPS.items() if getattr(hw, attr))
         elif key in ("BS_THROUGHPUT", "BN_THROUGHPUT", "EW_THROUGHPUT"):
             values[name] = getattr(hw, f"sdp_{key.lower()}")
         elif key == "BASE_THROUGHPUT":

@@ -6,12 +6,13 @@ boundaries and serialize to JSON and JUnit XML.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from golden.config import PRESETS, HwConfig, get_config
 from golden.errors import ConfigError, DlaError, RegisterError, UnsupportedError
@@ -39,6 +40,31 @@ def register_target(name: str, factory: TargetFactory) -> None:
     TARGETS[name] = factory
 
 
+#: Simulator targets. They play many traces per simulation (one DUT build, one simulator process per
+#: worker), so they run whole suites rather than one trace per call; the module named here provides
+#: ``run_suite(jobs, workers, options) -> Iterator[Outcome]`` and is imported on first use.
+BATCH_TARGETS: dict[str, str] = {"icarus": "tb.suite", "verilator": "tb.suite"}
+
+
+class TargetSetupError(Exception):
+    """A target cannot be set up (simulator not installed, unreadable RTL file list, ...): the user's
+    problem, reported as one line."""
+
+
+def known_targets() -> list[str]:
+    return [*TARGETS, *(t for t in BATCH_TARGETS if t not in TARGETS)]
+
+
+def _batch_module(target: str) -> Any:
+    return importlib.import_module(BATCH_TARGETS[target])
+
+
+def run_batch(target: str, jobs: list[tuple[str, str, str]], workers: int = 1,
+              options: Mapping[str, Any] | None = None) -> Iterator[Outcome]:
+    """Outcomes of (cfg, config, target) jobs on a simulator target, yielded in job order."""
+    return _batch_module(target).run_suite(jobs, workers, dict(options or {}))
+
+
 @dataclass
 class Outcome:
     """The result of one trace."""
@@ -54,6 +80,8 @@ class Outcome:
     bad_input: bool = False
     checks: list[dict] = field(default_factory=list)
     traceback: str = ""
+    #: Target-specific figures (simulators: cycles, sim time, CSB traffic); omitted from JSON when empty.
+    metrics: dict = field(default_factory=dict)
 
     def line(self) -> str:
         text = f"{self.status:<5} {self.name}"
@@ -62,7 +90,10 @@ class Outcome:
         return text
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if not out["metrics"]:
+            del out["metrics"]
+        return out
 
 
 def infer_config(path: Path) -> str | None:
@@ -73,10 +104,16 @@ def infer_config(path: Path) -> str | None:
     return None
 
 
+def trace_name(cfg: str | Path) -> str:
+    """A trace's display name: its directory, plus the file stem when that differs."""
+    path = Path(cfg)
+    return path.parent.name if path.stem == path.parent.name else f"{path.parent.name}/{path.stem}"
+
+
 def run_trace(cfg: str, config: str, target: str = "golden") -> Outcome:
     """Parse and play one trace on a fresh target; never raises for a trace's own problems."""
     path = Path(cfg)
-    name = path.parent.name if path.stem == path.parent.name else f"{path.parent.name}/{path.stem}"
+    name = trace_name(path)
     out = Outcome(name, str(path), config, target, ERROR)
     start = time.perf_counter()
     try:
@@ -88,14 +125,7 @@ def run_trace(cfg: str, config: str, target: str = "golden") -> Outcome:
             return out
         tgt = TARGETS[target](hw)
         result: PlayResult = asyncio.run(play(trace, tgt))
-        out.checks = [c.__dict__ for c in result.checks]
-        if not result.checks:
-            out.status, out.detail = ERROR, "trace has no checks"
-        elif result.passed:
-            out.status = PASS
-        else:
-            out.status = FAIL
-            out.detail = "; ".join(c.describe() for c in result.failures())
+        out.status, out.detail, out.checks = classify(result)
     except TraceError as exc:
         out.status, out.detail, out.bad_input = ERROR, str(exc), True
     except UnsupportedError as exc:
@@ -108,6 +138,17 @@ def run_trace(cfg: str, config: str, target: str = "golden") -> Outcome:
     finally:
         out.seconds = time.perf_counter() - start
     return out
+
+
+def classify(result: PlayResult) -> tuple[str, str, list[dict]]:
+    """(status, detail, checks) of a played trace: PASS when every check passed, FAIL naming the failed
+    checks, ERROR for a trace without checks. Shared by every target."""
+    checks = [c.__dict__ for c in result.checks]
+    if not result.checks:
+        return ERROR, "trace has no checks", checks
+    if result.passed:
+        return PASS, "", checks
+    return FAIL, "; ".join(c.describe() for c in result.failures()), checks
 
 
 def _run_packed(args: tuple[str, str, str]) -> Outcome:

@@ -1,0 +1,233 @@
+"""The DUT's memories: cocotbext-axi ``AxiRam`` slaves whose storage *is* a ``golden.memory`` address space.
+
+Keeping the AXI model "in sync" with the player's ``Memory`` is done by having one store: ``AxiRam``
+accepts any object with ``len`` and slice get/set as its ``mem``, so ``AddressSpaceView`` hands it the
+``AddressSpace`` the target loads (``mem_load``) and checks (``check_crc``). Nothing is copied.
+
+NVDLA's AXI ports differ from what cocotbext-axi's channel classes require:
+- each channel has its own prefix (``nvdla_core2dbb_aw_awvalid``, ``nvdla_core2dbb_w_wdata`` ...), so
+  the bus is assembled from five channel buses (``AxiBus.from_channels``);
+- there is no AxSIZE, AxBURST, BRESP or RRESP. cocotbext-axi treats AxSIZE/AxBURST as *required*, and a
+  transaction object defaults an absent field to 0, which would mean 1-byte FIXED bursts; so absent
+  AxSIZE/AxBURST are tied to full-width INCR (what NVDLA issues); xRESP are optional and simply not
+  driven;
+- AxLEN is 4 bits where cocotbext-axi asserts 8; the port is used through a width adapter.
+NVDLA's single-beat transfers and several AXI IDs in flight need nothing special: AxiRam answers every
+ID, in order, which AXI allows.
+
+A protocol violation by the DUT (a burst crossing 4 KiB, WLAST in the wrong beat) makes cocotbext-axi's
+slave assert. Left alone, that exception would abort the cocotb test with a bare ``assert`` message;
+``GuardedAxiRam`` records it as a ``violation`` (port, channel, sim time, message) and sets ``violated``
+so the testbench can FAIL the trace with that message at once.
+"""
+from __future__ import annotations
+
+import logging
+
+from cocotb.simtime import get_sim_time
+from cocotb.triggers import Event
+from cocotbext.axi import AxiBus
+from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
+from cocotbext.axi.axi_channels import AxiARBus, AxiAWBus, AxiBBus, AxiRBus, AxiWBus
+from cocotbext.axi.memory import Memory as AxiMemoryMixin
+
+from golden.memory import AddressSpace, Memory
+
+#: cocotbext-axi logs every burst at INFO; far too much for whole traces.
+AXI_LOG_LEVEL = logging.WARNING
+#: Memory ports NVDLA may have, and the memory each serves.
+MEMORY_PORTS = {"nvdla_core2dbb": "pri_mem", "nvdla_core2cvsram": "sec_mem"}
+
+
+class DutInterfaceError(Exception):
+    """The DUT lacks a port the testbench needs."""
+
+
+class AddressSpaceView:
+    """cocotbext-axi's memory interface (``len``, slice read and write) over a golden AddressSpace."""
+
+    def __init__(self, space: AddressSpace, size: int) -> None:
+        self.space = space
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _span(self, key: slice | int) -> tuple[int, int]:
+        if isinstance(key, int):
+            return key, 1
+        start, stop, step = key.indices(self.size)
+        if step != 1:
+            raise IndexError("strided access is not supported")
+        return start, stop - start
+
+    def __getitem__(self, key: slice | int) -> bytes | int:
+        start, n = self._span(key)
+        data = self.space.read_bytes(start, n)
+        return data[0] if isinstance(key, int) else data
+
+    def __setitem__(self, key: slice | int, value) -> None:
+        start, n = self._span(key)
+        data = bytes([value]) if isinstance(key, int) else bytes(value)
+        if len(data) != n:
+            raise IndexError("slice assignment is the wrong size")
+        self.space.write(start, data)
+
+
+class TiedSignal:
+    """Stands in for a channel signal the DUT does not have: reads as a constant, writes are dropped."""
+
+    def __init__(self, name: str, width: int, value: int) -> None:
+        self._name, self._width, self._value = name, width, value
+
+    def __len__(self) -> int:
+        return self._width
+
+    @property
+    def value(self) -> int:
+        return self._value
+
+    @value.setter
+    def value(self, _v) -> None:
+        pass
+
+    def setimmediatevalue(self, _v) -> None:
+        pass
+
+
+class WidthAdapter:
+    """A real port reported with the width cocotbext-axi insists on (NVDLA's AxLEN is 4 bits, not 8)."""
+
+    def __init__(self, handle, width: int) -> None:
+        self._handle, self._width = handle, width
+
+    def __len__(self) -> int:
+        return self._width
+
+    @property
+    def value(self):
+        return self._handle.value
+
+    @value.setter
+    def value(self, v) -> None:
+        self._handle.value = v
+
+    def setimmediatevalue(self, v) -> None:
+        self._handle.value = v
+
+
+def _port(dut, name: str):
+    try:
+        return getattr(dut, name)
+    except AttributeError:
+        return None
+
+
+def channel_bus(bus_cls, dut, prefix: str, ties: dict[str, tuple[int, int]]):
+    """A cocotbext-axi channel bus over ``{prefix}_{signal}`` ports. ``ties`` gives (width, value) for
+    required signals the DUT may lack; a narrower AxLEN port is adapted to 8 bits."""
+    bus = bus_cls.__new__(bus_cls)  # assembled by hand: cocotb_bus.Bus would demand every signal
+    bus._entity, bus._name, bus._signals = dut, prefix, {}
+    for sig in list(bus_cls._signals) + list(bus_cls._optional_signals):
+        handle = _port(dut, f"{prefix}_{sig}")
+        if handle is None:
+            if sig in ties:
+                handle = TiedSignal(f"{prefix}_{sig}", *ties[sig])
+            elif sig in bus_cls._signals:
+                raise DutInterfaceError(f"DUT has no port {prefix}_{sig}")
+            else:
+                continue
+        elif sig in ("awlen", "arlen") and len(handle) != 8:
+            if len(handle) > 8:
+                raise DutInterfaceError(f"{prefix}_{sig} is {len(handle)} bits wide; AXI4 allows 8")
+            handle = WidthAdapter(handle, 8)
+        setattr(bus, sig, handle)
+        bus._signals[sig] = handle
+    return bus
+
+
+def nvdla_axi_bus(dut, port: str) -> AxiBus:
+    """The AXI bus of one NVDLA memory port (``nvdla_core2dbb`` or ``nvdla_core2cvsram``)."""
+    wdata = _port(dut, f"{port}_w_wdata")
+    if wdata is None:
+        raise DutInterfaceError(f"DUT has no port {port}_w_wdata")
+    size = (len(wdata) // 8 - 1).bit_length()  # log2(bytes per beat): every NVDLA beat is full width
+    ties = {"awsize": (3, size), "arsize": (3, size), "awburst": (2, 1), "arburst": (2, 1)}  # 1 = INCR
+    return AxiBus.from_channels(
+        channel_bus(AxiAWBus, dut, f"{port}_aw", ties),
+        channel_bus(AxiWBus, dut, f"{port}_w", ties),
+        channel_bus(AxiBBus, dut, f"{port}_b", ties),
+        channel_bus(AxiARBus, dut, f"{port}_ar", ties),
+        channel_bus(AxiRBus, dut, f"{port}_r", ties),
+    )
+
+
+class _Guard:
+    """Mixin for cocotbext-axi's RAM channel processes: a protocol assertion becomes a recorded violation."""
+
+    owner: "GuardedAxiRam"
+    channel: str
+
+    async def _guarded(self, process) -> None:
+        try:
+            await process()
+        except AssertionError as exc:
+            self.owner.record(self.channel, str(exc) or "assertion failed")
+
+
+class _GuardedWrite(_Guard, AxiRamWrite):
+    async def _process_write(self) -> None:
+        await self._guarded(super()._process_write)
+
+
+class _GuardedRead(_Guard, AxiRamRead):
+    async def _process_read(self) -> None:
+        await self._guarded(super()._process_read)
+
+
+class GuardedAxiRam(AxiMemoryMixin):
+    """cocotbext-axi's ``AxiRam`` (same parts, same storage) whose protocol assertions are recorded."""
+
+    def __init__(self, bus: AxiBus, clock, reset=None, reset_active_level=True, *, mem, port: str) -> None:
+        self.port = port
+        self.violations: list[str] = []
+        self.violated = Event()
+        super().__init__(len(mem), mem)
+        self.write_if = _GuardedWrite(bus.write, clock, reset, reset_active_level, mem=self.mem)
+        self.read_if = _GuardedRead(bus.read, clock, reset, reset_active_level, mem=self.mem)
+        for part, channel in ((self.write_if, "write"), (self.read_if, "read")):
+            part.owner, part.channel = self, channel
+
+    def record(self, channel: str, message: str) -> None:
+        self.violations.append(f"AXI protocol violation on {self.port} ({channel}) at "
+                               f"{get_sim_time('ns'):.0f} ns: {message}")
+        self.violated.set()
+
+
+class DutMemory:
+    """Serves every NVDLA memory port the DUT has from one golden ``Memory``."""
+
+    def __init__(self, dut, clock, reset, memory: Memory | None = None) -> None:
+        self.memory = memory if memory is not None else Memory()
+        self.rams: dict[str, GuardedAxiRam] = {}
+        for port, name in MEMORY_PORTS.items():
+            if _port(dut, f"{port}_aw_awvalid") is None:
+                continue
+            bus = nvdla_axi_bus(dut, port)
+            addr_bits = min(len(_port(dut, f"{port}_aw_awaddr")), 48)
+            view = AddressSpaceView(self.memory.space(name), 1 << addr_bits)
+            for ch in ("aw", "w", "b", "ar", "r"):
+                logging.getLogger(f"cocotb.{dut._name}.{port}_{ch}").setLevel(AXI_LOG_LEVEL)
+            self.rams[name] = GuardedAxiRam(bus, clock, reset, False, mem=view, port=port)
+        if "pri_mem" not in self.rams:
+            raise DutInterfaceError("DUT has no primary memory port nvdla_core2dbb_*")
+
+    def has(self, mem: str) -> bool:
+        return mem in self.rams
+
+    @property
+    def violations(self) -> list[str]:
+        return [v for ram in self.rams.values() for v in ram.violations]
+
+    def violation_events(self) -> list[Event]:
+        return [ram.violated for ram in self.rams.values()]
