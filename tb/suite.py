@@ -9,7 +9,6 @@ of the simulator log; a build failure is printed once with its file:line errors.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -87,15 +86,10 @@ class RtlOptions:
 
 # ---- which DUT -------------------------------------------------------------------------------------------
 def config_headers(hw: HwConfig) -> tuple[tuple[str, str], ...]:
-    """``dla_config.vh`` for our RTL, rendered from ``hw`` by ``tools/gen_rtl_headers.py`` (when present)."""
-    script = REPO / "tools" / "gen_rtl_headers.py"
-    if not script.is_file():
-        return ()
-    spec = importlib.util.spec_from_file_location("_dla_gen_rtl_headers", script)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return (("dla_config.vh", module.render_config_defines(hw)),)
+    """``dla_config.vh`` for our RTL, rendered from ``hw`` (``tb.rtl_headers``)."""
+    from tb.rtl_headers import render_config_defines
+
+    return (("dla_config.vh", render_config_defines(hw)),)
 
 
 def builtin_dut(config: str, toplevel: str | None = None, defines: tuple[tuple[str, str], ...] = (),

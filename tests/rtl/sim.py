@@ -4,15 +4,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-if str(REPO / "tools") not in sys.path:
-    sys.path.insert(0, str(REPO / "tools"))
 
-import gen_rtl_headers as gen  # noqa: E402
+from tb import rtl_headers as gen  # noqa: E402
 from golden.config import HwConfig  # noqa: E402
 
 TB = HERE / "tb_nvdla.v"
