@@ -39,6 +39,9 @@ _CFGROM_UNIT_IDS = {
 _CFGROM_TYPE_BITS = {"int8": 0x10, "int16": 0x20, "fp16": 0x100}
 #: SDP_CAP_COMPAT bits for its sub-units (nv_small's ROM holds 0x18 = X1 + X2).
 CFGROM_SDP_CAPS = {"sdp_bs": 0x8, "sdp_bn": 0x10, "sdp_ew": 0x20, "sdp_lut": 0x40}
+#: PDP_CAP_INCOMPAT bit of a PDP that cannot take SDP's output on the fly. NVDLA's ROMs leave it 0 (their
+#: PDP can); a DUT that sets it gets SDP->PDP traces reported not applicable instead of hanging.
+CFGROM_PDP_NO_SDP_FLYING = 0x1
 
 
 def cfgrom_values(hw: HwConfig) -> dict[str, int]:

@@ -17,3 +17,9 @@ dla_axi_wr.v
 dla_test_engine.v
 engines/dla_pdp.v
 engines/dla_sdp.v
+engines/dla_sdp_rd.v
+engines/dla_sdp_wr.v
+engines/dla_sdp_walk.v
+engines/dla_sdp_lane.v
+engines/dla_sdp_x.v
+engines/dla_sdp_rha.v

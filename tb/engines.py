@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 from golden.config import HwConfig
-from golden.dla import CFGROM_SDP_CAPS, cfgrom_values
+from golden.dla import CFGROM_PDP_NO_SDP_FLYING, CFGROM_SDP_CAPS, cfgrom_values
 from golden.regs import RegisterMap, register_map
 from runtime.trace import IntrNotify, RegWrite, Trace
 
@@ -36,6 +36,10 @@ COMPARED_WORDS = (
     "CFGROM_CDMA_BASE_ATOMIC_C", "CFGROM_CDMA_BASE_ATOMIC_K", "CFGROM_CDMA_BASE_ATOMIC_M",
     "CFGROM_CDMA_BASE_CBUF_BANK_NUM", "CFGROM_CDMA_BASE_CBUF_BANK_WIDTH", "CFGROM_CDMA_BASE_CBUF_BANK_DEPTH",
 )
+
+
+#: Pseudo-engine: SDP feeding PDP on the fly (absent when PDP_CAP_INCOMPAT has CFGROM_PDP_NO_SDP_FLYING).
+SDP_PDP_FLYING = "SDP->PDP on-the-fly"
 
 
 def required_engines(trace: Trace, regmap: RegisterMap) -> list[str]:
@@ -72,6 +76,10 @@ def required_engines(trace: Trace, regmap: RegisterMap) -> list[str]:
                 if field_of("SDP", "D_DP_EW_CFG", "EW_BYPASS") == 0 and \
                         field_of("SDP", "D_DP_EW_CFG", "EW_LUT_BYPASS") == 0:
                     need("SDP_LUT")
+                if field_of("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST") == 1:
+                    need(SDP_PDP_FLYING)
+            if reg.unit == "PDP" and field_of("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0:
+                need(SDP_PDP_FLYING)
         elif isinstance(cmd, IntrNotify):
             source = cmd.source.rsplit("_", 1)[0]
             if source in INTR_SOURCE_UNITS:
@@ -98,6 +106,8 @@ class DutCapabilities:
             return True
         if engine in SDP_FEATURES or engine == "SDP_LUT":
             return engine in self.sdp_features
+        if engine == SDP_PDP_FLYING:
+            return "PDP" in self.units and not self.words.get("CFGROM_PDP_CAP_INCOMPAT", 0) & CFGROM_PDP_NO_SDP_FLYING
         return engine in self.units
 
     def missing(self, required: list[str]) -> list[str]:
@@ -136,7 +146,7 @@ def cfgrom_words_to_probe(regmap: RegisterMap) -> list[str]:
     """CFGROM registers worth reading: every unit descriptor, SDP capabilities, and compared sizes."""
     names = [r.name for r in regmap.unit("CFGROM").registers]
     wanted = [n for n in names if n.endswith("_DESC")]
-    wanted += [n for n in ("CFGROM_SDP_CAP_COMPAT", *COMPARED_WORDS) if n in names]
+    wanted += [n for n in ("CFGROM_SDP_CAP_COMPAT", "CFGROM_PDP_CAP_INCOMPAT", *COMPARED_WORDS) if n in names]
     return wanted
 
 

@@ -94,9 +94,17 @@ def test_cfgrom_advertises_only_what_the_rtl_implements():
     hw = get_config("nv_small")
     golden, rtl = cfgrom_values(hw), gen.rtl_cfgrom_values(hw)
     differs = {name for name in golden if golden[name] != rtl[name]}
-    assert differs == {f"CFGROM_{b}_DESC" for b in ("CDMA", "CBUF", "CSC", "CMAC_A", "CMAC_B", "CACC", "CDP_RDMA", "CDP")}
+    assert differs == {f"CFGROM_{b}_DESC" for b in ("CDMA", "CBUF", "CSC", "CMAC_A", "CMAC_B", "CACC", "CDP_RDMA", "CDP")} | {
+        "CFGROM_PDP_CAP_INCOMPAT"}  # our PDP takes no on-the-fly input from SDP
     for block in ("GLB", "CIF", "SDP", "SDP_RDMA", "PDP", "PDP_RDMA"):
         assert rtl[f"CFGROM_{block}_DESC"] != 0
+
+
+def test_cfgrom_does_not_advertise_sdp_ew_or_lut():
+    """Our SDP has no Y (EW) stage or LUT yet, even where the config has them."""
+    hw = get_config("nv_small_256_full")
+    assert cfgrom_values(hw)["CFGROM_SDP_CAP_COMPAT"] & 0x60 == 0x60
+    assert gen.rtl_cfgrom_values(hw)["CFGROM_SDP_CAP_COMPAT"] & 0x60 == 0
 
 
 def test_cli_writes_the_config_header(tmp_path):

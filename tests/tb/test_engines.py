@@ -10,7 +10,7 @@ from golden.config import get_config
 from golden.dla import cfgrom_values
 from golden.regs import register_map
 from runtime.trace import find_traces, parse_cfg
-from tb.engines import DutCapabilities, not_applicable, probe_cfgrom, required_engines
+from tb.engines import SDP_PDP_FLYING, DutCapabilities, not_applicable, probe_cfgrom, required_engines
 
 SMALL = register_map("small")
 
@@ -33,6 +33,7 @@ def trace_of(tmp_path, lines: list[str]):
 
 def test_enables_and_interrupts_name_the_engines(tmp_path):
     t = trace_of(tmp_path, [
+        "reg_write(NVDLA_PDP.D_OPERATION_MODE_CFG_0, 0x10);",  # off-flying: input from memory
         "reg_write(NVDLA_PDP_RDMA.D_OP_ENABLE_0, 0x1);",
         "reg_write(NVDLA_PDP.D_OP_ENABLE_0, 0x1);",
         "reg_write(NVDLA_CDP.D_OP_ENABLE_0, 0x0);",  # written but not started
@@ -40,6 +41,25 @@ def test_enables_and_interrupts_name_the_engines(tmp_path):
         "check_nothing(sync_id_0);",
     ])
     assert required_engines(t, SMALL) == ["PDP_RDMA", "PDP", "CACC"]
+
+
+def test_sdp_feeding_pdp_needs_the_on_the_fly_path(tmp_path):
+    t = trace_of(tmp_path, [
+        "reg_write(NVDLA_SDP.D_DP_BS_CFG_0, 0x1);",
+        "reg_write(NVDLA_SDP.D_DP_BN_CFG_0, 0x1);",
+        "reg_write(NVDLA_SDP.D_DP_EW_CFG_0, 0x1);",
+        "reg_write(NVDLA_SDP.D_FEATURE_MODE_CFG_0, 0x2);",  # OUTPUT_DST = PDP
+        "reg_write(NVDLA_PDP.D_OPERATION_MODE_CFG_0, 0x0);",  # ON_FLYING
+        "reg_write(NVDLA_PDP.D_OP_ENABLE_0, 0x1);",
+        "reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);",
+        "check_nothing(0);",
+    ])
+    assert required_engines(t, SMALL) == ["PDP", SDP_PDP_FLYING, "SDP"]
+    rom = {"CFGROM_PDP_DESC": 1, "CFGROM_SDP_DESC": 1}
+    with_path = DutCapabilities(frozenset({"PDP", "SDP"}), frozenset(), rom)
+    without = DutCapabilities(frozenset({"PDP", "SDP"}), frozenset(), {**rom, "CFGROM_PDP_CAP_INCOMPAT": 1})
+    assert with_path.missing(required_engines(t, SMALL)) == []
+    assert without.missing(required_engines(t, SMALL)) == [SDP_PDP_FLYING]
 
 
 def test_sdp_sub_units_follow_the_bypass_bits(tmp_path):
