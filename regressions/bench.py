@@ -75,6 +75,23 @@ def nv_small_suite_seconds(traces: Path) -> tuple[float, str]:
     return seconds, last
 
 
+def rtl_trace_rates(traces: Path, simulator: str) -> dict[str, float]:
+    """Simulated cycles per second and wall seconds per trace of our RTL on NVDLA's nv_small PDP/SDP traces
+    (the DUT build is made, and cached, before timing)."""
+    from runtime.trace import find_traces
+    from tb.suite import run_traces
+
+    cfgs = [(c, "nv_small") for c in find_traces(traces / "nv_small") if c.parent.name.startswith(("pdp_", "sdp_"))]
+    run_traces(cfgs[:1], simulator)  # build (or reuse) the DUT outside the timing
+    t0 = time.perf_counter()
+    outs = run_traces(cfgs, simulator, workers=1)
+    seconds = time.perf_counter() - t0
+    ran = [o for o in outs if o.status == "PASS"]
+    cycles = sum(int(o.metrics.get("cycles", 0)) for o in ran)
+    return {"cycles_per_s": cycles / seconds, "seconds_per_trace": seconds / max(len(outs), 1),
+            "traces": len(outs), "passed": len(ran)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=REPO / "build" / "bench" / "results.json")
@@ -99,8 +116,15 @@ def main(argv: list[str] | None = None) -> int:
         results["nv_small_suite_seconds"] = secs
         results["nv_small_suite_summary"] = summary
         print(f"  {secs:.2f} s: {summary} (target < 10 s)")
+        for sim in ("verilator", "icarus"):
+            print(f"our RTL on nv_small PDP/SDP traces, {sim} ...", flush=True)
+            rates = rtl_trace_rates(args.traces, sim)
+            results[f"rtl_{sim}_cycles_per_s"] = rates["cycles_per_s"]
+            results[f"rtl_{sim}_seconds_per_trace"] = rates["seconds_per_trace"]
+            print(f"  {rates['cycles_per_s']:.0f} cycles/s, {rates['seconds_per_trace']:.2f} s/trace "
+                  f"({rates['passed']}/{rates['traces']} passed)")
     else:
-        print(f"  no nv_small traces under {args.traces}; suite time not measured")
+        print(f"  no nv_small traces under {args.traces}; suite and RTL times not measured")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print(f"wrote {args.out}")
