@@ -146,6 +146,20 @@ def channel_bus(bus_cls, dut, prefix: str, ties: dict[str, tuple[int, int]]):
     return bus
 
 
+#: (channel, bus class) of an NVDLA memory port; their required signals, less AxSIZE/AxBURST (tied when
+#: absent), are what the port must have.
+_CHANNELS = (("aw", AxiAWBus), ("w", AxiWBus), ("b", AxiBBus), ("ar", AxiARBus), ("r", AxiRBus))
+_TIED = ("awsize", "arsize", "awburst", "arburst")
+
+
+def missing_axi_signals(dut, port: str) -> list[str]:
+    """The required signals of memory port ``port`` the DUT lacks. A port is decided by all of them, not
+    one: an RTL without the port may still have same-named nets (nv_small's ``NV_nvdla.v`` assigns five
+    ``nvdla_core2cvsram_*`` outputs it never declares, and Icarus shows those implicit wires)."""
+    return [f"{port}_{ch}_{sig}" for ch, bus_cls in _CHANNELS for sig in bus_cls._signals
+            if sig not in _TIED and _port(dut, f"{port}_{ch}_{sig}") is None]
+
+
 def nvdla_axi_bus(dut, port: str) -> AxiBus:
     """The AXI bus of one NVDLA memory port (``nvdla_core2dbb`` or ``nvdla_core2cvsram``)."""
     wdata = _port(dut, f"{port}_w_wdata")
@@ -211,7 +225,10 @@ class DutMemory:
         self.memory = memory if memory is not None else Memory()
         self.rams: dict[str, GuardedAxiRam] = {}
         for port, name in MEMORY_PORTS.items():
-            if _port(dut, f"{port}_aw_awvalid") is None:
+            missing = missing_axi_signals(dut, port)
+            if missing:
+                if name == "pri_mem" and _port(dut, f"{port}_aw_awvalid") is not None:
+                    raise DutInterfaceError(f"DUT has no port {missing[0]}")
                 continue
             bus = nvdla_axi_bus(dut, port)
             addr_bits = min(len(_port(dut, f"{port}_aw_awaddr")), 48)
