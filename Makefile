@@ -11,7 +11,7 @@ SIM ?= verilator
 NVDLA_TRACES ?= $(abspath ../shared/nvdla/traces)
 export NVDLA_TRACES
 
-.PHONY: install test regress bench lint sim regen-regs clean
+.PHONY: install test regress bench lint sim regen-regs proto clean
 
 install: $(STAMP)
 
@@ -48,6 +48,10 @@ lint: install
 regen-regs: install
 	$(BIN)/python tools/gen_regs.py --rdl $(abspath ../shared/nvdla/spec/manual) --out golden/regs/_table.py
 	$(BIN)/python tools/gen_rtl_headers.py
+
+proto: install
+	$(BIN)/python -m pip install --quiet -e '.[proto]'
+	$(BIN)/python -m grpc_tools.protoc -Icompiler/proto --python_out=compiler/proto compiler/proto/loadable.proto compiler/proto/caffe.proto
 
 clean:
 	rm -rf build .pytest_cache
