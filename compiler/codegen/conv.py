@@ -1,0 +1,93 @@
+"""Direct convolution (CDMA/CSC/CMAC/CACC) whose int32 output SDP converts on the fly and writes."""
+from __future__ import annotations
+
+from compiler.codegen.program import Cube, Loc, OperandPlacement, RegProgram, pointers
+from compiler.codegen.sdp import emit_sdp, sdp_enables
+from golden.engines.conv import entries_per_slice
+
+CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+
+
+def weight_fetch_bytes(k: int, c: int, r: int, s: int) -> int:
+    """D_WEIGHT_BYTES: the kernels' bytes rounded up to 128 (a multiple of every CBUF width)."""
+    return -(-k * c * r * s // 128) * 128
+
+
+def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, int, int], dst: Cube, conv,
+              sdp, operands: dict[str, OperandPlacement] | None = None, ram_type: int = 1,
+              data_banks: int | None = None) -> None:
+    """``kernel`` = (K, C, R, S); ``conv`` a ``compiler.hwparams.ConvParams``-like object (stride, dilation,
+    pad, pad_value, clip_truncate; optional ``cvt`` (offset, scale, truncate) for the CDMA input CVT);
+    ``sdp`` the SDP parameters applied on the fly. Output size is ``dst``'s."""
+    hw = p.hw
+    k, c, r, s = kernel
+    h, w = src.height, src.width
+    oh, ow = dst.height, dst.width
+    atom = hw.atom_elements()
+    eps = entries_per_slice(hw, c, w)  # CBUF entries per input line, as the CBUF rule demands
+    if data_banks is None:
+        data_banks = -(-h * eps // hw.cbuf_bank_depth)
+    wbytes = weight_fetch_bytes(k, c, r, s)
+    pad_raw = conv.pad_value & 0xFF
+    (sy, sx), (dy, dx), (pt, pl) = conv.stride, conv.dilation, conv.pad
+    rdma = emit_sdp(p, None, dst, sdp, operands, ram_type, enable=False)
+    pointers(p, *CONV_UNITS)
+    for unit in CONV_UNITS:
+        p.reg(unit, "D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=0,
+              **({"IN_PRECISION": 0} if unit in ("CDMA", "CSC") else {}))
+    line_packed = src.line_stride == w * atom
+    surf_packed = src.surface_stride == h * src.line_stride
+    p.reg("CDMA", "D_DATAIN_FORMAT", 0)
+    p.reg("CDMA", "D_DATAIN_SIZE_0", DATAIN_WIDTH=w - 1, DATAIN_HEIGHT=h - 1)
+    p.reg("CDMA", "D_DATAIN_SIZE_1", DATAIN_CHANNEL=c - 1)
+    p.reg("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=w - 1, DATAIN_HEIGHT_EXT=h - 1)
+    p.reg("CDMA", "D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=ram_type)
+    p.addr("CDMA", "D_DAIN_ADDR_LOW_0", src.loc)
+    p.reg("CDMA", "D_LINE_STRIDE", src.line_stride)
+    p.reg("CDMA", "D_SURF_STRIDE", src.surface_stride)
+    p.reg("CDMA", "D_DAIN_MAP", LINE_PACKED=int(line_packed), SURF_PACKED=int(surf_packed))
+    p.reg("CDMA", "D_FETCH_GRAIN", GRAINS=0)
+    p.reg("CDMA", "D_ENTRY_PER_SLICE", eps - 1)
+    p.reg("CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=r * s * c - 1)
+    p.reg("CDMA", "D_WEIGHT_SIZE_1", WEIGHT_KERNEL=k - 1)
+    p.reg("CDMA", "D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=ram_type)
+    p.addr("CDMA", "D_WEIGHT_ADDR_LOW", weights)
+    p.reg("CDMA", "D_WEIGHT_BYTES", wbytes)
+    p.reg("CDMA", "D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
+    p.reg("CDMA", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
+    p.reg("CDMA", "D_ZERO_PADDING_VALUE", pad_raw)
+    weight_banks = max(hw.cbuf_bank_number - data_banks - 1, 0)
+    p.reg("CDMA", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=weight_banks)
+    cvt = getattr(conv, "cvt", None)
+    if cvt is not None:
+        cvt_off, cvt_scale, cvt_trunc = cvt
+        p.reg("CDMA", "D_CVT_CFG", CVT_EN=1, CVT_TRUNCATE=cvt_trunc)
+        p.reg("CDMA", "D_CVT_OFFSET", cvt_off & 0xFFFF)
+        p.reg("CDMA", "D_CVT_SCALE", cvt_scale & 0xFFFF)
+    else:
+        p.reg("CDMA", "D_CVT_CFG", CVT_EN=0)
+    p.reg("CSC", "D_DATAIN_FORMAT", 0)
+    p.reg("CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=w - 1, DATAIN_HEIGHT_EXT=h - 1)
+    p.reg("CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=c - 1)
+    p.reg("CSC", "D_ENTRY_PER_SLICE", eps - 1)
+    p.reg("CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=s - 1, WEIGHT_HEIGHT_EXT=r - 1)
+    p.reg("CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=c - 1, WEIGHT_KERNEL=k - 1)
+    p.reg("CSC", "D_WEIGHT_BYTES", wbytes)
+    p.reg("CSC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
+    p.reg("CSC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
+    p.reg("CSC", "D_ATOMICS", ow * oh - 1)
+    p.reg("CSC", "D_CONV_STRIDE_EXT", CONV_X_STRIDE_EXT=sx - 1, CONV_Y_STRIDE_EXT=sy - 1)
+    p.reg("CSC", "D_DILATION_EXT", X_DILATION_EXT=dx - 1, Y_DILATION_EXT=dy - 1)
+    p.reg("CSC", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
+    p.reg("CSC", "D_ZERO_PADDING_VALUE", pad_raw)
+    p.reg("CSC", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=weight_banks)
+    p.reg("CACC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
+    p.reg("CACC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
+    p.addr("CACC", "D_DATAOUT_ADDR", dst.loc)
+    p.reg("CACC", "D_LINE_STRIDE", dst.line_stride)
+    p.reg("CACC", "D_SURF_STRIDE", dst.surface_stride)
+    p.reg("CACC", "D_CLIP_CFG", CLIP_TRUNCATE=conv.clip_truncate)
+    # Enable order of NVDLA's firmware: SDP (RDMA first) then CACC, CMAC_A, CMAC_B, CSC, CDMA.
+    sdp_enables(p, rdma)
+    for unit in ("CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"):
+        p.reg(unit, "D_OP_ENABLE", 1)
