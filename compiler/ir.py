@@ -157,9 +157,22 @@ class Graph:
         for n in self.nodes:
             outs = ", ".join(f"{o}{list(self.shapes.get(o, ()))}" for o in n.outputs)
             ins = ", ".join(f"{i}{list(self.consts[i].shape)}*" if i in self.consts else i for i in n.inputs)
-            attrs = {k: v for k, v in n.attrs.items() if not isinstance(v, np.ndarray) and not k.startswith("_")}
+            attrs = {k: _brief(v) for k, v in n.attrs.items() if not k.startswith("_") and k != "layers"}
             lines.append(f"  {n.name}: {n.op}({ins}) -> {outs} {attrs if attrs else ''}".rstrip())
         return "\n".join(lines)
+
+
+def _brief(v: Any) -> Any:
+    """Short text form of an attribute for dumps: arrays and parameter objects by shape/type only."""
+    if isinstance(v, np.ndarray):
+        return f"<{v.dtype}{list(v.shape)}>"
+    if isinstance(v, (list, tuple)):
+        return type(v)(_brief(x) for x in v)
+    if isinstance(v, dict):
+        return {k: _brief(x) for k, x in v.items() if not str(k).startswith("_")}
+    if isinstance(v, (int, float, str, bool)) or v is None:
+        return v
+    return f"<{type(v).__name__}>"
 
 
 # ---- shape inference ----------------------------------------------------------------------------------

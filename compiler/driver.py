@@ -1,0 +1,152 @@
+"""``compile_model``: model file -> loadable, through the pass pipeline.
+
+canonicalize -> fold_affine -> calibrate -> lower -> partition -> quantize -> split_conv -> memplan -> emit
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from compiler.errors import CompileError
+from compiler.frontend import load_model
+from compiler.ir import Graph
+from compiler.passes import CompileContext, PassManager
+from compiler.passes.calibrate import calibrate
+from compiler.passes.canonicalize import canonicalize
+from compiler.passes.fold_affine import fold_affine
+from compiler.passes.lower import lower
+from compiler.passes.memplan import memplan
+from compiler.passes.partition import partition
+from compiler.passes.quantize import quantize
+from compiler.passes.split_conv import split_conv
+from golden.config import PRESETS, get_config
+
+DEFAULT_CALIB_RANDOM = 32
+QUANT_MODES = ("per-kernel", "per-filter")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".pgm", ".ppm", ".bmp")
+
+PIPELINE = [
+    ("canonicalize", canonicalize),
+    ("fold_affine", fold_affine),
+    ("calibrate", calibrate),
+    ("lower", lower),
+    ("partition", partition),
+    ("quantize", quantize),
+    ("split_conv", split_conv),
+    ("memplan", memplan),
+]
+
+
+def random_inputs(g: Graph, n: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """N(0, 1) samples of every network input (batch 1)."""
+    rng = np.random.default_rng(seed)
+    return [{t: rng.standard_normal(g.shapes[t]).astype(np.float32) for t in g.inputs} for _ in range(n)]
+
+
+def image_inputs(g: Graph, directory: Path) -> list[dict[str, np.ndarray]]:
+    """Calibration samples from a directory: ``.npy`` arrays of the input shape (or a batch of them) and
+    images (resized to the input, scaled to [0, 1]); single-input networks only."""
+    if not directory.is_dir():
+        raise CompileError(str(directory), "--calib-images: not a directory")
+    if len(g.inputs) != 1:
+        raise CompileError(str(directory), "--calib-images needs a network with one input")
+    name = g.inputs[0]
+    shape = g.shapes[name]
+    feeds = []
+    for f in sorted(directory.iterdir()):
+        if f.suffix == ".npy":
+            try:
+                a = np.load(f).astype(np.float32)
+            except (ValueError, OSError) as exc:
+                raise CompileError(str(f), f"not a numpy array ({exc})") from None
+            if a.shape == tuple(shape[1:]):
+                a = a[None]
+            if a.shape[1:] != tuple(shape[1:]):
+                raise CompileError(str(f), f"shape {list(a.shape)} does not match input {name!r} {list(shape)}")
+            feeds += [{name: a[i:i + 1]} for i in range(a.shape[0])]
+        elif f.suffix.lower() in IMAGE_SUFFIXES:
+            try:
+                from PIL import Image
+            except ImportError:
+                raise CompileError(str(f), "reading images needs Pillow (pip install Pillow)") from None
+            try:
+                img = Image.open(f).convert("L" if shape[1] == 1 else "RGB").resize((shape[3], shape[2]))
+            except OSError as exc:
+                raise CompileError(str(f), f"not a readable image ({exc})") from None
+            a = np.asarray(img, dtype=np.float32) / 255.0
+            a = a[None, None] if a.ndim == 2 else a.transpose(2, 0, 1)[None]
+            feeds.append({name: a})
+    if not feeds:
+        raise CompileError(str(directory), "--calib-images: no .npy or image files")
+    return feeds
+
+
+def read_calib_table(path: Path) -> dict[str, float]:
+    """NVDLA-style calibration table: {"tensor": {"scale": s} or {"min": a, "max": b}, ...} -> abs max."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CompileError(str(path), f"not a JSON calibration table ({exc})") from None
+    if not isinstance(data, dict):
+        raise CompileError(str(path), "calibration table must be a JSON object of tensor entries")
+    amax = {}
+    for t, e in data.items():
+        if not isinstance(e, dict):
+            raise CompileError(str(path), f"entry {t!r} is not an object")
+        if "scale" in e:
+            amax[t] = float(e["scale"]) * 127.0
+        elif "min" in e or "max" in e:
+            amax[t] = max(abs(float(e.get("min", 0.0))), abs(float(e.get("max", 0.0))))
+        else:
+            raise CompileError(str(path), f"entry {t!r} has neither scale nor min/max")
+    return amax
+
+
+def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = None, calib_table: dict | None = None,
+                  quant: str = "per-filter", dump_passes: Path | None = None,
+                  log: Callable[[str], None] = lambda m: None) -> tuple[object, Graph, CompileContext]:
+    """Compile an IR graph; returns (Loadable proto, lowered graph, context). Tests use the graph and the
+    context (scales, plan) to replay single layers."""
+    from compiler.emit import emit_loadable
+
+    if quant not in QUANT_MODES:
+        raise CompileError("", f"--quant must be one of {', '.join(QUANT_MODES)}")
+    try:
+        hw = get_config(hw_name)
+    except (KeyError, ValueError):
+        raise CompileError("", f"unknown hardware config {hw_name!r} (known: {', '.join(sorted(PRESETS))})") from None
+    ctx = CompileContext(hw=hw, quant=quant, log=log, amax=dict(calib_table or {}))
+    ctx.calib_inputs = calib_inputs if calib_inputs is not None else random_inputs(g, DEFAULT_CALIB_RANDOM)
+    pm = PassManager(PIPELINE, dump_passes)
+    g = pm.run(g, ctx)
+    ld = emit_loadable(g, ctx, source=g.source)
+    return ld, g, ctx
+
+
+def compile_model(model: Path, *, weights: Path | None = None, config: str, calib_images: Path | None = None,
+                  calib_random: int | None = None, calib_table: Path | None = None, quant: str = "per-filter",
+                  dump_passes: Path | None = None, log: Callable[[str], None] = print):
+    """Compile a Caffe or ONNX model for a hardware preset; raises CompileError on bad input."""
+    t0 = time.perf_counter()
+    g = load_model(model, weights)
+    log(f"loaded {model} ({len(g.nodes)} layers) in {time.perf_counter() - t0:.2f} s")
+    feeds = None
+    table = None
+    if calib_images is not None:
+        feeds = image_inputs(g, Path(calib_images))
+    elif calib_random is not None:
+        if calib_random < 1:
+            raise CompileError("", "--calib-random needs a positive number of samples")
+        feeds = random_inputs(g, calib_random)
+    if calib_table is not None:
+        table = read_calib_table(Path(calib_table))
+        if feeds is None:
+            feeds = random_inputs(g, 8)  # for tensors the table does not name
+    ld, _, _ = compile_graph(g, config, calib_inputs=feeds, calib_table=table, quant=quant,
+                             dump_passes=dump_passes, log=log)
+    log(f"compiled for {config} in {time.perf_counter() - t0:.2f} s")
+    return ld

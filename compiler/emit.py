@@ -1,0 +1,257 @@
+"""Codegen to a loadable: register programs per engine op (relocated against regions), packed weights and
+SDP operands in the WEIGHTS region, tensors, tasks and the memory plan."""
+from __future__ import annotations
+
+import numpy as np
+
+from compiler.codegen.cdp import emit_cdp
+from compiler.codegen.conv import emit_conv
+from compiler.codegen.pack import pack_dc_weights, pack_operands
+from compiler.codegen.pdp import emit_pdp
+from compiler.codegen.program import Cube, OperandPlacement, RegProgram
+from compiler.codegen.sdp import STAGES, stage_mem_use
+from compiler.hwparams import TensorOperand
+from compiler.ir import Graph, Node
+from compiler.passes import CompileContext
+from compiler.passes.memplan import (
+    ALIGN, REGION_INPUT, REGION_OUTPUT, REGION_SCRATCH, REGION_WEIGHTS, MemoryPlan, align,
+)
+from compiler.proto import loadable_pb2 as pb
+from golden.regs import register_map
+from runtime.trace import INTR_BITS
+
+CONV_ENGINES = ["CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC", "SDP"]
+
+
+class _Weights:
+    """The WEIGHTS region under construction."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def add(self, data: bytes) -> tuple[int, int]:
+        off = align(len(self.buf))
+        self.buf += bytes(off - len(self.buf)) + data
+        return (REGION_WEIGHTS, off)
+
+
+def _cube(plan: MemoryPlan, t: str) -> Cube:
+    p = plan.placements[t]
+    return Cube((p.region, p.offset), p.channels, p.height, p.width, p.line_stride, p.surface_stride)
+
+
+def _slice_operand(op, k0: int, k1: int):
+    return op[k0:k1] if isinstance(op, np.ndarray) and op.ndim == 1 else op
+
+
+def _sdp_slice(prm, k0: int, k1: int):
+    """The SDP parameters of kernel group [k0, k1): per-channel operands sliced."""
+    import copy
+
+    out = copy.deepcopy(prm)
+    for stage, _, _ in STAGES:
+        st = getattr(out, stage)
+        st.alu_operand = _slice_operand(st.alu_operand, k0, k1)
+        st.mul_operand = _slice_operand(st.mul_operand, k0, k1)
+    return out
+
+
+def _place_operands(prm, weights: _Weights, plan: MemoryPlan, dst: Cube, atom: int, rows: int,
+                    k0: int) -> dict[str, OperandPlacement]:
+    """Memory operands of an SDP op: per-channel arrays packed into WEIGHTS (16-bit), per-element tensors
+    read where they live (int8, the band/kernel group matching ``dst``)."""
+    placed = {}
+    for stage, _, _ in STAGES:
+        st = getattr(prm, stage)
+        alu_mem, mul_mem = stage_mem_use(st)
+        if not (alu_mem or mul_mem):
+            continue
+        use = "both" if alu_mem and mul_mem else ("alu" if alu_mem else "mul")
+        ops = ([st.alu_operand] if alu_mem else []) + ([st.mul_operand] if mul_mem else [])
+        if any(isinstance(o, TensorOperand) for o in ops):
+            t = plan.placements[ops[0].tensor]
+            loc = (t.region, t.offset + rows * t.line_stride + k0 // atom * t.surface_stride)
+            placed[stage] = OperandPlacement(loc, "element", 1, use, t.line_stride, t.surface_stride)
+        else:
+            data, _, _ = pack_operands([np.asarray(o) for o in ops], dst.channels, 1, 1, atom, 2, "kernel")
+            placed[stage] = OperandPlacement(weights.add(data), "kernel", 2, use)
+    return placed
+
+
+def _to_pb_writes(hw, regs: RegProgram, op: pb.DlaOp) -> None:
+    rmap = register_map(hw.address_map)
+    for name, value, reloc in regs.writes:
+        addr, _ = rmap.resolve(name)
+        w = op.writes.add(addr=addr, value=value, name=name)
+        if reloc is not None:
+            w.reloc.region, w.reloc.offset, w.reloc.shift = reloc[0], reloc[1], 0
+
+
+def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[pb.DlaOp]:
+    hw, plan = ctx.hw, ctx.plan
+    atom = hw.atom_elements()
+    src, dst = _cube(plan, n.inputs[0]), _cube(plan, n.outputs[0])
+    layer = ",".join(n.attrs.get("layers", [n.name]))
+    ops = []
+    if n.op == "dla.conv":
+        conv, sdp = n.attrs["conv"], n.attrs["sdp"]
+        wq = conv.weights
+        k, c, r, s = wq.shape
+        pieces = n.attrs["pieces"]
+        wlocs = {}
+        for pc in pieces:
+            k0, k1 = pc.kernels
+            if (k0, k1) not in wlocs:
+                wlocs[(k0, k1)] = weights.add(pack_dc_weights(wq[k0:k1], hw))
+        for i, pc in enumerate(pieces):
+            (o0, o1), (i0, i1), (k0, k1) = pc.out_rows, pc.in_rows, pc.kernels
+            band = src.rows(i0, i1 - i0)
+            out = dst.rows(o0, o1 - o0)
+            out = out.surfaces_from(k0, k1 - k0, atom) if (k0, k1) != (0, k) else out
+            prm = _sdp_slice(sdp, k0, k1)
+            operands = _place_operands(prm, weights, plan, out, atom, o0, k0)
+            piece_conv = type(conv)(weights=wq[k0:k1], stride=conv.stride, dilation=conv.dilation,
+                                    pad=(pc.pad_top, conv.pad[1]), pad_value=conv.pad_value,
+                                    clip_truncate=conv.clip_truncate)
+            regs = RegProgram(hw)
+            emit_conv(regs, band, wlocs[(k0, k1)], (k1 - k0, c, r, s), out, piece_conv, prm, operands,
+                      data_banks=pc.data_banks)
+            op = pb.DlaOp(name=n.name if len(pieces) == 1 else f"{n.name}#{i}", engines=CONV_ENGINES, layer=layer,
+                          interrupt_mask=1 << INTR_BITS["SDP"],
+                          macs=(k1 - k0) * c * r * s * (o1 - o0) * dst.width)
+            _to_pb_writes(hw, regs, op)
+            ops.append(op)
+    elif n.op == "dla.sdp":
+        from compiler.codegen.sdp import emit_sdp
+
+        prm = n.attrs["sdp"]
+        regs = RegProgram(hw)
+        if prm.lut is not None and not hw.sdp_lut:
+            raise g.error(n, f"{hw.name} has no SDP LUT")
+        emit_sdp(regs, src, dst, prm, _place_operands(prm, weights, plan, dst, atom, 0, 0))
+        op = pb.DlaOp(name=n.name, engines=["SDP"], layer=layer, interrupt_mask=1 << INTR_BITS["SDP"])
+        _to_pb_writes(hw, regs, op)
+        ops.append(op)
+    elif n.op == "dla.pdp":
+        regs = RegProgram(hw)
+        emit_pdp(regs, src, dst, n.attrs["pdp"])
+        op = pb.DlaOp(name=n.name, engines=["PDP"], layer=layer, interrupt_mask=1 << INTR_BITS["PDP"])
+        _to_pb_writes(hw, regs, op)
+        ops.append(op)
+    elif n.op == "dla.cdp":
+        regs = RegProgram(hw)
+        emit_cdp(regs, src, dst, n.attrs["cdp"])
+        op = pb.DlaOp(name=n.name, engines=["CDP"], layer=layer, interrupt_mask=1 << INTR_BITS["CDP"])
+        _to_pb_writes(hw, regs, op)
+        ops.append(op)
+    else:
+        raise g.error(n, "no code generator")
+    for op in ops:
+        op.inputs.extend([t for t in n.inputs if t])
+        op.outputs.extend(n.outputs)
+    return ops
+
+
+_INTR_UNIT = {INTR_BITS[u]: u for u in ("SDP", "CDP", "PDP")}
+
+
+def assign_groups(tasks: list[pb.Task]) -> None:
+    """Ping-pong register groups, as NVDLA's firmware alternates them: each unit's operations use groups
+    0, 1, 0, ... in execution order from a reset DLA (the runtime rebases on a DLA in another state).
+    Every op's ``S_POINTER`` writes select its group and its done bit is that group's."""
+    count: dict[str, int] = {}
+    for task in tasks:
+        if task.WhichOneof("kind") != "dla":
+            continue
+        for op in task.dla.ops:
+            armed = [w.name.split(".")[0][len("NVDLA_"):] for w in op.writes if ".D_OP_ENABLE" in w.name]
+            for w in op.writes:
+                if ".S_POINTER" in w.name:
+                    w.value = count.get(w.name.split(".")[0][len("NVDLA_"):], 0) & 1
+            mask = 0
+            for bit in range(32):
+                if op.interrupt_mask >> bit & 1:
+                    unit = _INTR_UNIT.get(bit)
+                    mask |= 1 << (bit + (count.get(unit, 0) & 1 if unit else 0))
+            op.interrupt_mask = mask
+            for unit in armed:
+                count[unit] = count.get(unit, 0) + 1
+
+
+def _attr(a: pb.Attr, v) -> bool:
+    if isinstance(v, (bool, np.bool_, int, np.integer)):
+        a.i = int(v)
+    elif isinstance(v, (float, np.floating)):
+        a.f = float(v)
+    elif isinstance(v, str):
+        a.s = v
+    elif isinstance(v, (list, tuple, np.ndarray)) and all(isinstance(x, (int, np.integer)) for x in v):
+        a.ints.v.extend(int(x) for x in v)
+    elif isinstance(v, (list, tuple, np.ndarray)):
+        a.floats.v.extend(float(x) for x in v)
+    else:
+        return False
+    return True
+
+
+def emit_loadable(g: Graph, ctx: CompileContext, *, source: str = "") -> pb.Loadable:
+    hw, plan = ctx.hw, ctx.plan
+    atom = hw.atom_elements()
+    ld = pb.Loadable(hw_config=hw.name, model_name=g.name, source=source, quantization=ctx.quant)
+    weights = _Weights()
+    tasks: list[pb.Task] = []
+    task_of: dict[str, int] = {}  # tensor -> producing task id
+    for n in g.nodes:
+        tid = n.attrs.get("task")
+        if tid is None:  # a view: its outputs come from the producers of its inputs
+            for o in n.outputs:
+                task_of[o] = max((task_of[t] for t in n.inputs if t in task_of), default=-1)
+            continue
+        if tid == len(tasks):
+            task = pb.Task(id=tid, name=n.name)
+            if n.op.startswith("dla."):
+                task.dla.SetInParent()
+            tasks.append(task)
+        task = tasks[tid]
+        deps = {task_of[t] for t in n.inputs if t in task_of and task_of[t] != tid and task_of[t] >= 0}
+        for d in sorted(deps - set(task.deps)):
+            task.deps.append(d)
+        if n.op.startswith("dla."):
+            task.dla.ops.extend(_ops_for(g, n, ctx, weights))
+        else:
+            if any(t in g.consts for t in n.inputs):
+                raise g.error(n, "this op on the CPU with constant inputs is not supported")
+            cpu = task.cpu
+            cpu.op = n.op[4:]
+            cpu.inputs.extend(n.inputs)
+            cpu.outputs.extend(n.outputs)
+            for key, v in n.attrs.items():
+                if key in ("layers", "same_scale", "task") or key.startswith("_") or v is None:
+                    continue
+                _attr(cpu.attrs[key], v)
+        for o in n.outputs:
+            task_of[o] = tid
+    assign_groups(tasks)
+    ld.tasks.extend(tasks)
+    # Regions.
+    ld.regions.add(id=REGION_WEIGHTS, name="weights", kind=pb.Region.WEIGHTS, size=max(len(weights.buf), ALIGN),
+                   alignment=4096, content=bytes(weights.buf), ram_type=1)
+    for rid, name, kind in ((REGION_INPUT, "input", pb.Region.INPUT), (REGION_OUTPUT, "output", pb.Region.OUTPUT),
+                            (REGION_SCRATCH, "scratch", pb.Region.SCRATCH)):
+        ld.regions.add(id=rid, name=name, kind=kind, size=plan.region_sizes.get(rid, ALIGN), alignment=4096, ram_type=1)
+    # Tensors.
+    names = list(dict.fromkeys(list(g.inputs) + [o for n in g.nodes for o in n.outputs]))
+    for t in names:
+        tp = ld.tensors.add(name=t, shape=list(g.shapes[t]), scale=float(ctx.scales.get(t, 1.0)))
+        if t in plan.host:
+            tp.storage, tp.dtype = pb.Tensor.HOST, pb.Tensor.FLOAT32
+            continue
+        p = plan.placements[t]
+        tp.storage, tp.dtype = pb.Tensor.FEATURE, pb.Tensor.INT8
+        tp.region, tp.offset = p.region, p.offset
+        tp.channels, tp.height, tp.width = p.channels, p.height, p.width
+        tp.line_stride, tp.surface_stride, tp.atom = p.line_stride, p.surface_stride, atom
+    ld.inputs.extend(g.inputs)
+    ld.outputs.extend(g.outputs)
+    ld.plan.peak_bytes, ld.plan.unshared_bytes, ld.plan.weight_bytes = plan.peak, plan.unshared, len(weights.buf)
+    return ld

@@ -1,0 +1,51 @@
+"""Graph passes, one per module, run in order by ``PassManager`` (which can dump the graph after each)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+from compiler.ir import Graph
+from golden.config import HwConfig
+
+
+@dataclass
+class CompileContext:
+    """What passes may consult: the hardware, the options, and a log for progress lines."""
+
+    hw: HwConfig
+    quant: str = "per-filter"  # or "per-kernel"
+    log: Callable[[str], None] = lambda msg: None
+    #: per-tensor absolute maxima from calibration (filled by the driver before quantization)
+    amax: dict[str, float] = field(default_factory=dict)
+    #: activation scale of every tensor (filled by the quantize pass)
+    scales: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    #: calibration feeds: one {input name: float array} per sample
+    calib_inputs: list[dict] = field(default_factory=list)
+
+
+class Pass(Protocol):
+    name: str
+
+    def __call__(self, g: Graph, ctx: CompileContext) -> Graph: ...
+
+
+class PassManager:
+    def __init__(self, passes: list[tuple[str, Callable[[Graph, CompileContext], Graph]]], dump_dir: Path | None = None):
+        self.passes = passes
+        self.dump_dir = dump_dir
+        self.times: dict[str, float] = {}
+
+    def run(self, g: Graph, ctx: CompileContext) -> Graph:
+        if self.dump_dir is not None:
+            self.dump_dir.mkdir(parents=True, exist_ok=True)
+            (self.dump_dir / "00_input.txt").write_text(g.dump() + "\n")
+        for i, (name, fn) in enumerate(self.passes, 1):
+            t0 = time.perf_counter()
+            g = fn(g, ctx)
+            self.times[name] = time.perf_counter() - t0
+            if self.dump_dir is not None:
+                (self.dump_dir / f"{i:02d}_{name}.txt").write_text(g.dump() + "\n")
+        return g

@@ -1,0 +1,236 @@
+"""Int8 quantization: tensor scales from calibration, then each engine op's integer register parameters.
+
+Activations are symmetric int8 (real = scale * q). Tensors that an op only moves (pooling, views, CPU
+copies) share one scale, so those ops are exact; a union-find groups them and the group takes the largest
+calibrated range. Weights are int8 per filter (``per-filter``) or per layer (``per-kernel``). The SDP then
+does all requantization in integers, as NVDLA's compiler programs it:
+
+- X1: ALU adds the bias (in accumulator units, 16-bit operand << shift), MUL rescales each channel to a
+  common internal scale ``u`` (16-bit multiplier >> shift), optional ReLU;
+- X2: the eltwise operand (another int8 tensor << shift, so ``u`` is a power-of-two fraction of its scale),
+  or PReLU (slope << shift, negative side only), optional ReLU;
+- Y: the LUT (sigmoid/tanh) where the config has one;
+- CVT: ``u`` -> the output scale (16-bit scale >> shift), saturating to int8.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from compiler.hwparams import (
+    ALU_MAX, ALU_SUM, ConvParams, OperandCvt, PdpParams, SdpParams, TensorOperand, XStage, YStage,
+)
+from compiler.ir import Graph, Node
+from compiler.passes import CompileContext
+
+#: Extra fraction bits of the internal SDP scale below the output scale (precision headroom).
+HEADROOM_BITS = 10
+I16 = 32767
+MAX_SHIFT = 63
+MAX_ALU_SHIFT = 31
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, t: str) -> str:
+        self.parent.setdefault(t, t)
+        while self.parent[t] != t:
+            self.parent[t] = self.parent[self.parent[t]]
+            t = self.parent[t]
+        return t
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+
+def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
+    """Scale of every activation tensor: groups of same-scale tensors take their largest calibrated range."""
+    uf = _UnionFind()
+    tensors = set(g.inputs) | {o for n in g.nodes for o in n.outputs} | {i for n in g.nodes for i in n.inputs}
+    tensors -= set(g.consts)
+    for t in tensors:
+        uf.find(t)
+    for n in g.nodes:
+        same = n.op in ("dla.pdp",) or n.op.startswith("view.") or n.attrs.get("same_scale")
+        if same:
+            for t in n.inputs[1:] + n.outputs:
+                uf.union(n.inputs[0], t)
+    group_max: dict[str, float] = {}
+    for t in tensors:
+        if t in amax:
+            r = uf.find(t)
+            group_max[r] = max(group_max.get(r, 0.0), float(amax[t]))
+    scales = {}
+    for t in tensors:
+        r = uf.find(t)
+        if r not in group_max:
+            raise ValueError(f"tensor {t!r} has no calibration range")
+        scales[t] = max(group_max[r], 1e-6) / 127.0
+    return scales
+
+
+# ---- fixed-point helpers ----------------------------------------------------------------------------------
+def fixed(values: np.ndarray, limit: int = I16, max_shift: int = MAX_SHIFT) -> tuple[np.ndarray, int]:
+    """Integers q and shift with q / 2^shift ~= values, |q| <= limit, shift as large as possible."""
+    values = np.asarray(values, dtype=np.float64)
+    peak = float(np.max(np.abs(values))) if values.size else 0.0
+    if peak == 0.0:
+        return np.zeros(values.shape, dtype=np.int64), 0
+    shift = max_shift
+    if peak * 2.0 ** shift > limit:
+        shift = int(math.floor(math.log2(limit / peak)))
+        while shift >= 0 and np.max(np.abs(np.rint(values * 2.0 ** shift))) > limit:
+            shift -= 1
+    if shift < 0:
+        raise OverflowError(f"value {peak} does not fit a 16-bit multiplier")
+    return np.rint(values * 2.0 ** shift).astype(np.int64), shift
+
+
+def coarse(values: np.ndarray, limit: int = I16, max_shift: int = MAX_ALU_SHIFT) -> tuple[np.ndarray, int]:
+    """Integers q and the smallest shift with q << shift ~= values and |q| <= limit (ALU operands)."""
+    values = np.asarray(values, dtype=np.float64)
+    for shift in range(max_shift + 1):
+        q = np.rint(values / 2.0 ** shift)
+        if np.max(np.abs(q), initial=0) <= limit:
+            return q.astype(np.int64), shift
+    raise OverflowError("bias does not fit a 16-bit operand")
+
+
+def _operand(q: np.ndarray):
+    """A register operand when every channel has the same value, else the per-channel array."""
+    q = np.asarray(q, dtype=np.int64)
+    return int(q[0]) if q.size and np.all(q == q[0]) else q
+
+
+# ---- SDP --------------------------------------------------------------------------------------------------
+def sdp_params(post: list[dict], in_scale: np.ndarray, out_scale: float, scales: dict[str, float], hw,
+               where: str) -> SdpParams:
+    """Integer SDP parameters for a post-op chain on an input whose channel k has real = in_scale[k] * v."""
+    k = in_scale.size
+    gamma, beta = np.ones(k), np.zeros(k)
+    relu1 = False
+    elt = act2 = lut = None
+    for p in post:
+        if p["op"] == "affine":
+            gamma, beta = gamma * p["scale"], beta * p["scale"] + p["bias"]
+        elif p["op"] == "relu":
+            if p["_slot"] == 1:
+                relu1 = True
+            else:
+                act2 = p
+        elif p["op"] == "prelu":
+            act2 = p
+        elif p["op"] == "eltwise":
+            elt = p
+        elif p["op"] == "lut":
+            lut = p
+    gamma = np.where(gamma == 0, 1e-12, gamma)
+    prm = SdpParams()
+
+    # The internal scale u of X1's output.
+    if elt is not None and elt["kind"] in ("add", "max"):
+        sb = scales[elt["tensor"]]
+        s2 = int(min(MAX_ALU_SHIFT, max(0, math.ceil(math.log2(sb * 2 ** HEADROOM_BITS / out_scale)))))
+        u = sb / 2 ** s2
+    else:
+        u = out_scale / 2 ** HEADROOM_BITS
+    # X1: v1 = ((v + bias) * m) >> msh, real = u * v1.
+    ratio = gamma * in_scale / u
+    while True:
+        try:
+            m, msh = fixed(ratio)
+            break
+        except OverflowError:
+            if u >= out_scale:
+                raise
+            u *= 2.0
+            ratio = gamma * in_scale / u
+    bias_v = beta / (gamma * in_scale)
+    bq, ash = coarse(bias_v)
+    x1 = XStage(bypass=False, relu_bypass=not relu1, mul_bypass=False, mul_operand=_operand(m), mul_shift=msh)
+    if np.any(bq != 0):
+        x1.alu_bypass, x1.alu_algo, x1.alu_operand, x1.alu_shift = False, ALU_SUM, _operand(bq), ash
+    prm.x1 = x1
+    # X2: eltwise and the activation after it.
+    if elt is not None or act2 is not None:
+        x2 = XStage(bypass=False)
+        if elt is not None and elt["kind"] in ("add", "max"):
+            x2.alu_bypass, x2.alu_algo = False, ALU_SUM if elt["kind"] == "add" else ALU_MAX
+            x2.alu_operand, x2.alu_shift = TensorOperand(elt["tensor"]), s2
+        elif elt is not None:  # mul: v2 = v1 * b >> s, real = u * sb * 2^s * v2
+            sb = scales[elt["tensor"]]
+            target = out_scale / 2 ** HEADROOM_BITS
+            s = int(min(MAX_SHIFT, max(0, round(math.log2(target / (u * sb))))))
+            x2.mul_bypass, x2.mul_operand, x2.mul_shift = False, TensorOperand(elt["tensor"]), s
+            u = u * sb * 2 ** s
+        if act2 is not None and act2["op"] == "relu":
+            x2.relu_bypass = False
+        elif act2 is not None:
+            pq, psh = fixed(act2["slope"])
+            x2.mul_bypass, x2.mul_prelu, x2.mul_operand, x2.mul_shift = False, True, _operand(pq), psh
+        prm.x2 = x2
+    # Y: LUT, then the output converter.
+    if lut is not None:
+        from compiler.lut import sdp_activation
+
+        y, table, off, scale, shift = sdp_activation(lut["fn"], u, out_scale)
+        prm.y, prm.lut = y, table
+        prm.cvt_offset, prm.cvt_scale, prm.cvt_shift = off, scale, shift
+    else:
+        q, sh = fixed(np.array([u / out_scale]))
+        prm.cvt_scale, prm.cvt_shift = int(q[0]), sh
+    return prm
+
+
+# ---- the pass ---------------------------------------------------------------------------------------------
+def quantize(g: Graph, ctx: CompileContext) -> Graph:
+    scales = tensor_scales(g, ctx.amax)
+    ctx.scales = scales
+    for n in g.nodes:
+        try:
+            _quantize_node(g, n, scales, ctx)
+        except (OverflowError, ValueError) as exc:
+            raise g.error(n, f"cannot quantize: {exc}") from None
+    return g
+
+
+def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileContext) -> None:
+    hw = ctx.hw
+    if n.op == "dla.conv":
+        w = n.attrs["weight"]
+        k = w.shape[0]
+        if ctx.quant == "per-kernel":
+            sw = np.full(k, max(float(np.max(np.abs(w))), 1e-12) / 127.0)
+        else:
+            sw = np.maximum(np.max(np.abs(w.reshape(k, -1)), axis=1), 1e-12) / 127.0
+        wq = np.clip(np.rint(w / sw[:, None, None, None]), -127, 127).astype(np.int8)
+        pt, pl, _, _ = n.attrs["pads"]
+        n.attrs["conv"] = ConvParams(weights=wq, stride=tuple(n.attrs["stride"]),
+                                     dilation=tuple(n.attrs["dilation"]), pad=(pt, pl))
+        in_scale = scales[n.inputs[0]] * sw
+        n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, hw, g.where(n))
+    elif n.op == "dla.sdp":
+        c = _channels(g.shapes[n.inputs[0]])
+        in_scale = np.full(c, scales[n.inputs[0]])
+        n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, hw, g.where(n))
+    elif n.op == "dla.pdp":
+        kh, kw = n.attrs["kernel"]
+        n.attrs["pdp"] = PdpParams(n.attrs["method"], (kh, kw), tuple(n.attrs["stride"]), tuple(n.attrs["pads"]),
+                                   recip_w=int(round(0x10000 / kw)), recip_h=int(round(0x10000 / kh)))
+    elif n.op == "dla.cdp":
+        from compiler.lut import lrn_params
+
+        n.attrs["cdp"] = lrn_params(int(n.attrs["size"]), float(n.attrs["alpha"]), float(n.attrs["beta"]),
+                                    float(n.attrs["bias"]), scales[n.inputs[0]], scales[n.outputs[0]])
+
+
+def _channels(shape) -> int:
+    return int(shape[1]) if len(shape) >= 2 else int(shape[0])
+
+
+__all__ = ["quantize", "tensor_scales", "sdp_params", "fixed", "coarse", "OperandCvt", "YStage"]

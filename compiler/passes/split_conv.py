@@ -1,0 +1,92 @@
+"""CBUF-aware splitting of convolutions: by output rows (input bands) and by kernel groups.
+
+Direct convolution holds its whole input (band) in the CBUF data banks and its kernels in the weight
+banks (NOTES §3). A conv that does not fit runs as several hardware operations, each on a band of input
+rows producing a band of output rows, and/or on a group of kernels producing a group of output surfaces.
+The plan minimizes the number of pieces over every data/weight bank split.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from compiler.ir import Graph
+from compiler.passes import CompileContext
+from golden.engines.conv import entries_per_slice
+
+
+@dataclass(frozen=True)
+class Piece:
+    out_rows: tuple[int, int]  # [o0, o1)
+    in_rows: tuple[int, int]  # [i0, i1) of the input cube
+    pad_top: int
+    kernels: tuple[int, int]  # [k0, k1)
+    data_banks: int
+
+
+def plan_pieces(hw, c: int, h: int, w: int, k: int, r: int, s: int, stride: tuple[int, int],
+                dilation: tuple[int, int], pad_top: int, out_h: int) -> list[Piece]:
+    sy, dy = stride[0], dilation[0]
+    eps = entries_per_slice(hw, c, w)
+    bank_bytes = hw.cbuf_bank_depth * hw.cbuf_bank_width
+    kernel_bytes = c * r * s
+    unit = math.lcm(hw.atom_elements(), hw.mac_atomic_k)
+    best = None
+    for d in range(1, hw.cbuf_bank_number):
+        rows_in = d * hw.cbuf_bank_depth // eps
+        span = (r - 1) * dy + 1
+        # Output rows whose input rows fit ``rows_in`` lines (the band includes the top padding rows).
+        if rows_in >= h:
+            rows_out = out_h
+        else:
+            rows_out = (rows_in - span) // sy + 1
+        if rows_out < 1:
+            continue
+        wbytes = (hw.cbuf_bank_number - d) * bank_bytes
+        kg = wbytes // kernel_bytes
+        if kg >= k:
+            kg = k
+        else:
+            kg = kg // unit * unit
+        if kg < 1:
+            continue
+        n = math.ceil(out_h / min(rows_out, out_h)) * math.ceil(k / kg)
+        if best is None or n < best[0]:
+            best = (n, d, min(rows_out, out_h), kg)
+    if best is None:
+        raise ValueError(f"a {w}-pixel line of {c} channels or one group of {unit} {r}x{s}x{c} kernels does not fit "
+                         f"the {hw.cbuf_bank_number}-bank CBUF")
+    _, d, rows_out, kg = best
+    pieces = []
+    for o0 in range(0, out_h, rows_out):
+        o1 = min(out_h, o0 + rows_out)
+        first = o0 * sy - pad_top
+        last = (o1 - 1) * sy - pad_top + (r - 1) * dy
+        i0, i1 = max(0, first), min(h, last + 1)
+        if i1 <= i0:  # the band lies entirely in padding: read one real row and pad the rest
+            i0, i1 = (0, 1) if first < 0 else (h - 1, h)
+        needed = -(-(i1 - i0) * eps // hw.cbuf_bank_depth)
+        for k0 in range(0, k, kg):
+            pieces.append(Piece((o0, o1), (i0, i1), i0 - first, (k0, min(k, k0 + kg)), max(needed, 1)))
+    return pieces
+
+
+def split_conv(g: Graph, ctx: CompileContext) -> Graph:
+    for n in g.nodes:
+        if n.op != "dla.conv":
+            continue
+        _, c, h, w = _cube4(g.shapes[n.inputs[0]])
+        k, _, r, s = n.attrs["weight"].shape
+        out_h = _cube4(g.shapes[n.outputs[0]])[2]
+        try:
+            n.attrs["pieces"] = plan_pieces(ctx.hw, c, h, w, k, r, s, tuple(n.attrs["stride"]),
+                                            tuple(n.attrs["dilation"]), int(n.attrs["pads"][0]), out_h)
+        except ValueError as exc:
+            raise g.error(n, str(exc)) from None
+        if len(n.attrs["pieces"]) > 1:
+            ctx.log(f"  {n.name}: split into {len(n.attrs['pieces'])} CBUF pieces")
+    return g
+
+
+def _cube4(shape) -> tuple[int, int, int, int]:
+    return (1, shape[1], 1, 1) if len(shape) == 2 else tuple(shape)
