@@ -4,7 +4,10 @@ Writes ``build/bench/results.json`` with
 - ``gemm_mac_per_s``: this machine's float64 GEMM rate in MAC/s (FLOP/2), measured in the same run;
 - ``golden_conv_mac_per_s`` and ``golden_conv_gemm_ratio``: the golden conv on a 56x56x256 -> 256 3x3
   layer, run through the register-level model, divided by the GEMM rate (target >= 0.3);
-- ``nv_small_suite_seconds``: wall time of ``dla trace <traces>/nv_small -j 2`` (target < 10 s).
+- ``nv_small_suite_seconds``: wall time of ``dla trace <traces>/nv_small -j 2`` (target < 10 s);
+- ``compile_resnet50_seconds``: compiling a generated ResNet-50-sized ONNX graph (224x224, 25.5 M
+  parameters) for nv_small, from the in-memory model to the loadable, calibrating on one random input
+  (target < 10 s); ``compile_resnet50_seconds_by_config`` for nv_large and nv_full too.
 """
 from __future__ import annotations
 
@@ -92,6 +95,20 @@ def rtl_trace_rates(traces: Path, simulator: str) -> dict[str, float]:
             "traces": len(outs), "passed": len(ran)}
 
 
+def compile_resnet50_seconds(config: str) -> tuple[float, int]:
+    """Seconds to compile the generated ResNet-50 (frontend + passes + codegen), and its DLA op count."""
+    from compiler.driver import compile_graph, random_inputs
+    from compiler.frontend import onnx as onnx_frontend
+    from regressions.zoo.resnet50 import build_resnet50
+
+    model = build_resnet50()
+    t0 = time.perf_counter()
+    g = onnx_frontend.load(model)
+    ld, _, _ = compile_graph(g, config, calib_inputs=random_inputs(g, 1))
+    secs = time.perf_counter() - t0
+    return secs, sum(len(t.dla.ops) for t in ld.tasks if t.WhichOneof("kind") == "dla")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=REPO / "build" / "bench" / "results.json")
@@ -110,6 +127,14 @@ def main(argv: list[str] | None = None) -> int:
     results["golden_conv_mac_per_s"] = conv
     results["golden_conv_gemm_ratio"] = conv / gemm
     print(f"  {conv / 1e9:.2f} GMAC/s, ratio {conv / gemm:.3f} (target >= 0.3)")
+    print("compile a ResNet-50-sized ONNX graph ...", flush=True)
+    by_config = {}
+    for cfg in ("nv_small", "nv_large", "nv_full"):
+        secs, ops = compile_resnet50_seconds(cfg)
+        by_config[cfg] = secs
+        print(f"  {cfg}: {secs:.2f} s, {ops} DLA operations")
+    results["compile_resnet50_seconds"] = by_config["nv_small"]
+    results["compile_resnet50_seconds_by_config"] = by_config
     if (args.traces / "nv_small").is_dir():
         print("nv_small suite (dla trace -j 2) ...", flush=True)
         secs, summary = nv_small_suite_seconds(args.traces)
