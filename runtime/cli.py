@@ -1,7 +1,10 @@
-"""The ``dla`` command line.
+"""The ``dla`` command line: ``trace`` (play NVDLA traces), ``compile`` (model -> loadable), ``run`` (a
+loadable on inputs), ``inspect`` (what a loadable holds).
 
 Exit status: 0 when nothing failed, 1 when a trace failed or errored, 2 for bad input (a malformed
-trace, a missing path, bad arguments). User errors print one line, never a traceback.
+trace or loadable, a model the compiler refuses, a missing path, a bad input array, bad arguments). User
+errors print one line, never a traceback; files named by -o/--output/--emit-trace appear whole or not at
+all.
 """
 from __future__ import annotations
 
@@ -10,10 +13,16 @@ import json
 import os
 import signal
 import sys
+import tempfile
+import textwrap
 import time
 from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
 
 from golden.config import PRESETS
+from runtime.trace import find_traces
 from runtime.suite import (
     BATCH_TARGETS,
     ERROR,
@@ -23,6 +32,7 @@ from runtime.suite import (
     Outcome,
     TargetSetupError,
     collect,
+    infer_config,
     known_targets,
     run_batch,
     run_suite,
@@ -74,6 +84,22 @@ def _sim_options(args: argparse.Namespace) -> dict:
     }
 
 
+def _config_paths(paths: list[Path], config: str | None) -> list[Path]:
+    """Without --config, a folder whose own path names no preset stands for its traces when each of them
+    sits below a preset folder (``dla compile --emit-trace DIR`` writes ``DIR/<config>/task_*``)."""
+    if config:
+        return paths
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir() and infer_config(p) is None:
+            traces = find_traces(p)
+            if traces and all(infer_config(t) for t in traces):
+                out.extend(traces)
+                continue
+        out.append(p)
+    return out
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     batch = args.target in BATCH_TARGETS
     if not batch:
@@ -82,7 +108,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
             print(f"dla trace: {', '.join(given)} only apply to --target {'|'.join(BATCH_TARGETS)}", file=sys.stderr)
             return 2
     try:
-        found = collect([Path(p) for p in args.paths], args.config)
+        found = collect(_config_paths([Path(p) for p in args.paths], args.config), args.config)
         options = _sim_options(args) if batch else {}
     except (ValueError, KeyError) as exc:
         print(f"dla trace: {exc.args[0] if exc.args else exc}", file=sys.stderr)
@@ -124,6 +150,292 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 1 if failed or len(outcomes) < len(jobs) else 0
 
 
+# ---- compile / run / inspect ----------------------------------------------------------------------------
+class UserError(Exception):
+    """A problem with what the user gave us: printed as ``dla: <message>``, exit 2."""
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [UserError]
+    try:  # a broken install must still end in one line, not in a traceback from this except clause
+        from compiler.errors import CompileError
+        from runtime.loadable import ExecutionError, LoadableError
+    except ImportError:
+        return (UserError, ImportError)
+    return (*errors, CompileError, LoadableError, ExecutionError)
+
+
+def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Run a subcommand; user errors become one line on stderr and exit 2. Set DLA_DEBUG=1 to get the
+    traceback of an internal error instead of its one-line summary."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except _user_errors() as exc:
+            print(f"dla: {exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"dla: {where}{exc.strerror or exc}", file=sys.stderr)
+            return 2
+        except Exception as exc:
+            if os.environ.get("DLA_DEBUG"):
+                raise
+            print(f"dla: internal error {type(exc).__name__}: {exc} (set DLA_DEBUG=1 for the traceback)",
+                  file=sys.stderr)
+            return 1
+
+    return run
+
+
+def _load_array(path: Path) -> np.ndarray | dict[str, np.ndarray]:
+    """A .npy array (or the arrays of a .npz by name), with the file named in any error."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise UserError(f"{path}: not a .npy/.npz array ({exc})") from None
+    if isinstance(data, np.lib.npyio.NpzFile):
+        with data:
+            return {k: data[k] for k in data.files}
+    if not np.issubdtype(data.dtype, np.number):
+        raise UserError(f"{path}: holds {data.dtype} values, not numbers")
+    return data
+
+
+def _gather_inputs(specs: list[str], names: list[str]) -> dict[str, np.ndarray]:
+    """``--input X.npy`` fills the network's inputs in order; ``--input NAME=X.npy`` names one; a .npz
+    names its arrays itself."""
+    given: dict[str, np.ndarray] = {}
+    unnamed: list[Path] = []
+    for spec in specs:
+        name, sep, rest = spec.partition("=")
+        if sep and name in names:
+            if name in given:
+                raise UserError(f"--input {spec}: input {name!r} given twice")
+            arr = _load_array(Path(rest))
+            if isinstance(arr, dict):
+                raise UserError(f"--input {spec}: a named input needs a .npy array")
+            given[name] = arr
+        elif sep and not Path(spec).exists():
+            raise UserError(f"--input {spec}: the network has no input {name!r} (inputs: {', '.join(names)})")
+        else:
+            unnamed.append(Path(spec))
+    for path in unnamed:
+        arr = _load_array(path)
+        if isinstance(arr, dict):
+            for k, v in arr.items():
+                if k not in names:
+                    raise UserError(f"{path}: array {k!r} is no input of the network (inputs: {', '.join(names)})")
+                given[k] = v
+            continue
+        free = [n for n in names if n not in given]
+        if not free:
+            raise UserError(f"--input {path}: every input of the network ({', '.join(names)}) is already given")
+        given[free[0]] = arr
+    return given
+
+
+def _atomic_write(path: Path, write: Callable[[object], None]) -> None:
+    """Write through a temp file in the same directory and rename: never a half-written file at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _summary(msg, out: Path | None = None) -> str:
+    """One paragraph: what was compiled and how big it is."""
+    from compiler.proto import loadable_pb2 as pb
+
+    dla = [t for t in msg.tasks if t.WhichOneof("kind") == "dla"]
+    cpu = [t for t in msg.tasks if t.WhichOneof("kind") == "cpu"]
+    ops = [op for t in dla for op in t.dla.ops]
+    macs = sum(op.macs for op in ops)
+    weights = msg.plan.weight_bytes or sum(r.size for r in msg.regions if r.kind == pb.Region.WEIGHTS)
+    peak, unshared = msg.plan.peak_bytes, msg.plan.unshared_bytes
+    saved = f", {100 * (1 - peak / unshared):.0f}% saved by reuse" if unshared else ""
+    cpu_ops = sorted({t.cpu.op for t in cpu})
+    text = (f"Compiled {msg.model_name or 'the model'}"
+            f"{f' ({msg.source})' if msg.source else ''} for {msg.hw_config}"
+            f"{f' with {msg.quantization} quantization' if msg.quantization else ''}: "
+            f"{_count(len(msg.tasks), 'task')} ({len(dla)} DLA, {len(cpu)} CPU), "
+            f"{_count(len(ops), 'DLA operation')} ({sum(len(op.writes) for op in ops)} register writes"
+            f"{f', {macs:,} MACs' if macs else ''}) and {_count(len(cpu), 'CPU operation')}"
+            f"{f' ({chr(44).join(cpu_ops)})' if cpu_ops else ''}; {weights:,} weight bytes; activations "
+            f"{peak:,} bytes planned peak vs {unshared:,} unshared{saved}.")
+    if out is not None:
+        text += f" Wrote {out}."
+    return textwrap.fill(text, width=100, break_long_words=False, break_on_hyphens=False)
+
+
+@_guarded
+def cmd_compile(args: argparse.Namespace) -> int:
+    from runtime.loadable import check_loadable, write_loadable
+
+    model, out = Path(args.model), Path(args.output)
+    weights = Path(args.weights) if args.weights else None
+    for given in (model, weights, args.calib_images and Path(args.calib_images),
+                  args.calib_table and Path(args.calib_table)):
+        if given and not given.exists():
+            raise UserError(f"{given}: no such file or directory")
+    if args.emit_trace and not args.input:
+        raise UserError("--emit-trace needs --input X.npy (the input the traces are computed for)")
+    if args.input and not args.emit_trace:
+        raise UserError("--input is only used with --emit-trace")
+    if args.calib_random is not None and args.calib_random <= 0:
+        raise UserError(f"--calib-random {args.calib_random}: needs a positive number of samples")
+    trace_input = _load_array(Path(args.input)) if args.input else None
+    try:
+        from compiler.driver import compile_model
+    except ImportError as exc:
+        raise UserError(f"the compiler is not available: {exc}") from None
+    msg = compile_model(
+        model, weights=weights, config=args.config,
+        calib_images=Path(args.calib_images) if args.calib_images else None,
+        calib_random=args.calib_random,
+        calib_table=Path(args.calib_table) if args.calib_table else None,
+        quant=args.quant, dump_passes=Path(args.dump_passes) if args.dump_passes else None, log=print,
+    )
+    check_loadable(msg, out)
+    if args.emit_trace:
+        from runtime.executor import Network
+
+        cfgs = Network(msg).emit_trace(trace_input, Path(args.emit_trace))
+        print(f"Wrote {_count(len(cfgs), 'trace')} to {Path(args.emit_trace) / msg.hw_config} "
+              f"(play them with: dla trace {args.emit_trace}).")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_loadable(out, msg, validate=False)
+    print(_summary(msg, out))
+    return 0
+
+
+def _topk_lines(name: str, y: np.ndarray, k: int) -> Iterator[str]:
+    flat = y.reshape(y.shape[0], -1) if y.ndim > 1 else y.reshape(1, -1)
+    k = min(k, flat.shape[1])
+    order = np.argsort(-flat, axis=1, kind="stable")[:, :k]
+    for i, (idx, row) in enumerate(zip(order, flat)):
+        picks = ", ".join(f"{int(j)} ({row[j]:.4f})" for j in idx)
+        yield f"{name}[{i}] top-{k}: {picks}"
+
+
+@_guarded
+def cmd_run(args: argparse.Namespace) -> int:
+    from runtime.executor import load
+
+    if args.topk is not None and args.topk <= 0:
+        raise UserError(f"--topk {args.topk}: needs a positive number")
+    net = load(args.loadable)
+    out = Path(args.output) if args.output else None
+    if out is not None and out.suffix != ".npz" and len(net.outputs) > 1:
+        raise UserError(f"--output {out}: the network has {len(net.outputs)} outputs ({', '.join(net.outputs)}); "
+                        "name a .npz file to get them all by name")
+    inputs = _gather_inputs(args.input, net.inputs)
+    start = time.perf_counter()
+    results = net.run(inputs, target=args.target)
+    seconds = time.perf_counter() - start
+    batch = next(iter(results.values())).shape[0] if results else 0
+    print(f"Ran {args.loadable} on {args.target}: {_count(batch, 'sample')}, {_count(len(net.msg.tasks), 'task')} "
+          f"in {seconds:.2f} s")
+    for name, y in results.items():
+        print(f"  {name}: {tuple(y.shape)} float32, min {float(y.min()):.4g}, max {float(y.max()):.4g}")
+    if args.topk:
+        first = net.outputs[0]
+        for line in _topk_lines(first, results[first], args.topk):
+            print(line)
+    if out is not None:
+        if out.suffix == ".npz":
+            _atomic_write(out, lambda f: np.savez(f, **results))
+        else:
+            _atomic_write(out, lambda f: np.save(f, results[net.outputs[0]]))
+        print(f"Wrote {out}")
+    return 0
+
+
+def _inspect_lines(msg) -> Iterator[str]:
+    from compiler.proto import loadable_pb2 as pb
+    from runtime.cpu_ops import attrs_to_dict
+    from runtime.loadable import feature_span
+
+    kind = pb.Region.Kind.Name
+    regions = {r.id: r for r in msg.regions}
+    tensors = {t.name: t for t in msg.tensors}
+
+    def shape(name: str) -> str:
+        t = tensors.get(name)
+        return f"{name} {tuple(t.shape)}" if t is not None else f"{name} (missing)"
+
+    yield (f"loadable v{msg.version_major}.{msg.version_minor}  config {msg.hw_config}  "
+           f"model {msg.model_name or '-'}  source {msg.source or '-'}  quantization {msg.quantization or '-'}")
+    yield f"inputs: {', '.join(shape(n) for n in msg.inputs)}"
+    yield f"outputs: {', '.join(shape(n) for n in msg.outputs)}"
+    yield f"regions ({len(msg.regions)}, {sum(r.size for r in msg.regions):,} bytes):"
+    for r in msg.regions:
+        mem = {1: "DRAM", 0: "CV-SRAM"}.get(r.ram_type, f"ram {r.ram_type}")
+        content = f"  content {len(r.content):,} bytes" if r.content else ""
+        yield f"  region {r.id:<3} {kind(r.kind):<8} {r.size:>12,} bytes  align {r.alignment:<5} {mem:<7} {r.name}{content}"
+    yield f"tensors ({len(msg.tensors)}):"
+    for t in msg.tensors:
+        if t.storage == pb.Tensor.HOST:
+            yield f"  {t.name:<24} {str(tuple(t.shape)):<18} HOST    {pb.Tensor.DType.Name(t.dtype)}"
+            continue
+        rname = regions[t.region].name if t.region in regions else "?"
+        yield (f"  {t.name:<24} {str(tuple(t.shape)):<18} FEATURE {pb.Tensor.DType.Name(t.dtype)} scale {t.scale:.6g}  "
+               f"region {t.region} ({rname})+{t.offset:#x}  cube {t.channels}x{t.height}x{t.width} atom {t.atom} "
+               f"line {t.line_stride} surface {t.surface_stride}  {feature_span(t):,} bytes")
+    yield f"tasks ({len(msg.tasks)}):"
+    for task in msg.tasks:
+        deps = ",".join(map(str, task.deps)) or "-"
+        if task.WhichOneof("kind") == "dla":
+            yield f"  task {task.id:<3} DLA  {task.name}  deps {deps}  {_count(len(task.dla.ops), 'op')}"
+            for op in task.dla.ops:
+                relocs = sum(w.HasField("reloc") for w in op.writes)
+                macs = f"  {op.macs:,} MACs" if op.macs else ""
+                yield (f"      {op.name}: {'+'.join(op.engines) or '?'}  {len(op.writes)} writes ({relocs} relocated)  "
+                       f"intr {op.interrupt_mask:#x}{macs}  {', '.join(op.inputs)} -> {', '.join(op.outputs)}"
+                       f"{f'  layer {op.layer}' if op.layer and op.layer != op.name else ''}")
+        elif task.WhichOneof("kind") == "cpu":
+            attrs = ", ".join(f"{k}={v}" for k, v in attrs_to_dict(task.cpu.attrs).items())
+            yield (f"  task {task.id:<3} CPU  {task.name}  deps {deps}  {task.cpu.op}({attrs})  "
+                   f"{', '.join(task.cpu.inputs)} -> {', '.join(task.cpu.outputs)}")
+        else:
+            yield f"  task {task.id:<3} ???  {task.name}  deps {deps}"
+    plan = msg.plan
+    saved = f" ({100 * (1 - plan.peak_bytes / plan.unshared_bytes):.0f}% saved by reuse)" if plan.unshared_bytes else ""
+    yield (f"memory plan: weights {plan.weight_bytes:,} bytes, activations peak {plan.peak_bytes:,} bytes vs "
+           f"{plan.unshared_bytes:,} unshared{saved}")
+
+
+@_guarded
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from runtime.loadable import LoadableError, check_loadable, read_loadable
+
+    msg = read_loadable(args.loadable, validate=False)
+    for line in _inspect_lines(msg):
+        print(line)
+    try:
+        check_loadable(msg, args.loadable)
+    except LoadableError as exc:
+        print(f"INVALID: {exc.msg}")
+        print(f"dla: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="dla", description="NVDLA co-verification suite")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -151,6 +463,37 @@ def build_parser() -> argparse.ArgumentParser:
                      help="idle cycles after reset before the first register access (default 64 for rtl/, "
                           "8192 with --rtl-filelist)")
     t.set_defaults(func=cmd_trace)
+
+    c = sub.add_parser("compile", help="compile a Caffe or ONNX model into a loadable")
+    c.add_argument("model", metavar="MODEL", help="the model: ONNX (.onnx) or Caffe (.prototxt)")
+    c.add_argument("--weights", metavar="CAFFEMODEL", help="Caffe weights (.caffemodel)")
+    c.add_argument("--config", required=True, choices=sorted(PRESETS), help="hardware config to compile for")
+    c.add_argument("-o", "--output", required=True, metavar="OUT.dla", help="the loadable to write")
+    cal = c.add_mutually_exclusive_group()
+    cal.add_argument("--calib-images", metavar="DIR", help="calibrate activation scales on these images")
+    cal.add_argument("--calib-random", type=int, metavar="N", help="calibrate on N random inputs")
+    cal.add_argument("--calib-table", metavar="JSON", help="take activation scales from this table")
+    c.add_argument("--quant", choices=("per-kernel", "per-filter"), default="per-filter",
+                   help="weight quantization granularity (default per-filter)")
+    c.add_argument("--dump-passes", metavar="DIR", help="write the graph after every compiler pass here")
+    c.add_argument("--emit-trace", metavar="DIR",
+                   help="also write one NVDLA trace per DLA task for --input (DIR/<config>/task_*)")
+    c.add_argument("--input", metavar="X.npy", help="the input for --emit-trace (float NCHW)")
+    c.set_defaults(func=cmd_compile)
+
+    r = sub.add_parser("run", help="run a loadable on inputs and print or save its outputs")
+    r.add_argument("loadable", metavar="OUT.dla")
+    r.add_argument("--input", action="append", required=True, metavar="[NAME=]X.npy",
+                   help="float NCHW input (.npy, or .npz keyed by input name); repeat for several inputs")
+    r.add_argument("--output", metavar="Y.npy",
+                   help="write the float32 outputs: .npy for one output, .npz (keyed by name) for several")
+    r.add_argument("--target", default="golden", help="target to run on (default golden)")
+    r.add_argument("--topk", type=int, metavar="K", help="print the top K classes of the first output per sample")
+    r.set_defaults(func=cmd_run)
+
+    i = sub.add_parser("inspect", help="print what a loadable holds: regions, tensors, tasks, memory plan")
+    i.add_argument("loadable", metavar="OUT.dla")
+    i.set_defaults(func=cmd_inspect)
     return ap
 
 

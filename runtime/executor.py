@@ -1,0 +1,535 @@
+"""Runs a loadable on any Target: places its regions, feeds the inputs, plays the tasks, reads the outputs.
+
+The executor speaks only the async Target protocol, so the golden model and an RTL simulation run the
+same code. A loadable is compiled for a freshly reset DLA (every unit's ping-pong CONSUMER at group 0);
+on a target that already ran something the executor re-bases the groups (see ``_Groups``), so the same
+network can run many times on one simulated DUT. ``Network.emit_trace`` turns each DLA task into a
+self-contained NVDLA ``.cfg`` trace, so a compiled network becomes a test for any target.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import tempfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from compiler.proto import loadable_pb2 as pb
+from golden.config import HwConfig, get_config
+from golden.errors import DlaError
+from golden.regs import register_map
+from runtime.cpu_ops import Kernel, run_cpu_task
+from runtime.loadable import ExecutionError, LoadableError, feature_span, read_loadable, surfaces
+from runtime.player import DEFAULT_TIMEOUT_NS
+from runtime.target import InterruptTimeout, Target
+from runtime.trace import write_dat
+
+__all__ = ["ExecutionError", "LoadableError", "Network", "load", "place_regions", "quantize", "dequantize"]
+
+#: Where regions are placed: primary DRAM (ram_type 1) and CV-SRAM (ram_type 0).
+DRAM_BASE = 0x8000_0000
+CVSRAM_BASE = 0x5000_0000
+#: Regions start on a page at least, whatever alignment they ask for.
+MIN_ALIGNMENT = 4096
+MEM_NAMES = {1: "pri_mem", 0: "sec_mem"}
+
+#: GLB.S_INTR_STATUS bit pairs (group 0 bit): trace source name and the unit whose CONSUMER group picks
+#: the bit of the pair (the engines raise ``bit + group``).
+INTR_SOURCES: dict[int, tuple[str, str]] = {
+    0: ("SDP", "SDP"), 2: ("CDP", "CDP"), 4: ("PDP", "PDP"), 6: ("BDMA", "BDMA"), 8: ("RUBIK", "RBK"),
+    16: ("CDMA_DAT", "CDMA"), 18: ("CDMA_WT", "CDMA"), 20: ("CACC", "CACC"),
+}
+
+#: progress(done, total, task) after every task.
+Progress = Callable[[int, int, pb.Task], None]
+
+
+# ---- quantization and the NVDLA feature layout ---------------------------------------------------------
+def quantize(x: np.ndarray, scale: float) -> np.ndarray:
+    """Symmetric int8: clip(rint(x / scale), -128, 127)."""
+    return np.clip(np.rint(np.asarray(x, dtype=np.float64) / float(scale)), -128, 127).astype(np.int8)
+
+
+def dequantize(q: np.ndarray, scale: float) -> np.ndarray:
+    return np.asarray(q, dtype=np.float32) * np.float32(scale)
+
+
+def feature_offsets(t: pb.Tensor) -> np.ndarray:
+    """Byte offset of every lane of a FEATURE cube, shape (surfaces * atom, H, W): channel c sits in
+    surface c // atom at lane c % atom, lines ``line_stride`` and surfaces ``surface_stride`` apart."""
+    s = surfaces(t)
+    surf = np.arange(s, dtype=np.int64)[:, None, None, None] * t.surface_stride
+    lane = np.arange(t.atom, dtype=np.int64)[None, :, None, None]
+    line = np.arange(t.height, dtype=np.int64)[None, None, :, None] * t.line_stride
+    pixel = np.arange(t.width, dtype=np.int64)[None, None, None, :] * t.atom
+    return (surf + lane + line + pixel).reshape(s * t.atom, t.height, t.width)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Absolute base address and memory of every region."""
+
+    base: dict[int, int]
+    mem: dict[int, str]
+
+    def address(self, region: int, offset: int = 0) -> int:
+        return self.base[region] + offset
+
+
+def place_regions(regions: Sequence[pb.Region]) -> Placement:
+    """Regions in order, each aligned to max(its alignment, a page), DRAM from 0x8000_0000."""
+    cursor = {1: DRAM_BASE, 0: CVSRAM_BASE}
+    base, mem = {}, {}
+    for r in regions:
+        align = max(r.alignment, MIN_ALIGNMENT)
+        at = -(-cursor[r.ram_type] // align) * align
+        base[r.id], mem[r.id] = at, MEM_NAMES[r.ram_type]
+        cursor[r.ram_type] = at + r.size
+    return Placement(base, mem)
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "task"
+
+
+# ---- what a trace of one DLA task needs ---------------------------------------------------------------
+@dataclass
+class _TaskRecord:
+    task: pb.Task
+    pointers: dict[str, tuple[int, int]] = field(default_factory=dict)  # unit -> (producer, consumer)
+    loads: list[tuple[str, int, bytes]] = field(default_factory=list)  # (mem, addr, bytes) before the task
+    ops: list[tuple[list[tuple[int, int]], list[int]]] = field(default_factory=list)  # (writes, intr bits)
+    checks: list[tuple[str, int, int, int, str]] = field(default_factory=list)  # mem, addr, size, crc, tensor
+
+
+# ---- the network ----------------------------------------------------------------------------------------
+class Network:
+    """A loaded, validated loadable, ready to run on a Target."""
+
+    def __init__(self, msg: pb.Loadable, *, path: Path | str | None = None,
+                 kernels: Mapping[str, Kernel] | None = None) -> None:
+        self.msg = msg
+        self.path = Path(path) if path is not None else None
+        self.hw: HwConfig = get_config(msg.hw_config)
+        self.regmap = register_map(self.hw.address_map)
+        self.kernels = kernels
+        self.tensors: dict[str, pb.Tensor] = {t.name: t for t in msg.tensors}
+        self.regions: dict[int, pb.Region] = {r.id: r for r in msg.regions}
+        self.placement = place_regions(msg.regions)
+        self._offsets: dict[str, np.ndarray] = {}
+        # S_POINTER address -> unit, for every ping-pong unit the programs touch
+        self.pointer_units: dict[int, str] = {}
+        for task in msg.tasks:
+            if task.WhichOneof("kind") != "dla":
+                continue
+            for op in task.dla.ops:
+                for w in op.writes:
+                    unit = self._pingpong_unit(w.addr)
+                    if unit is not None:
+                        self.pointer_units[self.regmap.address(unit, "S_POINTER")] = unit
+        self.intr_status_addr = self.regmap.address("GLB", "S_INTR_STATUS")
+
+    def _pingpong_unit(self, addr: int) -> str | None:
+        reg = self.regmap.lookup(addr)
+        if reg is None or self.regmap.unit(reg.unit).op_enable_offset is None:
+            return None
+        return reg.unit
+
+    @property
+    def inputs(self) -> list[str]:
+        return list(self.msg.inputs)
+
+    @property
+    def outputs(self) -> list[str]:
+        return list(self.msg.outputs)
+
+    def input_shapes(self) -> dict[str, tuple[int, ...]]:
+        return {n: tuple(self.tensors[n].shape) for n in self.msg.inputs}
+
+    def output_shapes(self) -> dict[str, tuple[int, ...]]:
+        return {n: tuple(self.tensors[n].shape) for n in self.msg.outputs}
+
+    def offsets(self, t: pb.Tensor) -> np.ndarray:
+        off = self._offsets.get(t.name)
+        if off is None:
+            off = self._offsets[t.name] = feature_offsets(t)
+        return off
+
+    # ---- inputs --------------------------------------------------------------------------------------
+    def split_samples(self, inputs: Mapping[str, np.ndarray] | np.ndarray) -> list[dict[str, np.ndarray]]:
+        """Check the inputs against the tensors' shapes and split them into single samples in the model's
+        shape. The batch N may differ from the compiled one (when that is 1); a missing batch axis is added."""
+        if not isinstance(inputs, Mapping):
+            if len(self.msg.inputs) != 1:
+                raise ExecutionError(f"the network has {len(self.msg.inputs)} inputs "
+                                     f"({', '.join(self.msg.inputs)}); pass them by name")
+            inputs = {self.msg.inputs[0]: inputs}
+        unknown = [n for n in inputs if n not in self.msg.inputs]
+        if unknown:
+            raise ExecutionError(f"unknown input {unknown[0]!r} (inputs: {', '.join(self.msg.inputs)})")
+        missing = [n for n in self.msg.inputs if n not in inputs]
+        if missing:
+            raise ExecutionError(f"missing input {missing[0]!r} (inputs: {', '.join(self.msg.inputs)})")
+        arrays: dict[str, np.ndarray] = {}
+        batch: int | None = None
+        for name in self.msg.inputs:
+            shape = tuple(self.tensors[name].shape)
+            try:
+                x = np.asarray(inputs[name], dtype=np.float32)
+            except (TypeError, ValueError):
+                raise ExecutionError(f"input {name!r}: not a numeric array") from None
+            batched = bool(shape) and shape[0] == 1
+            if batched and x.shape == shape[1:]:
+                x = x[None]
+            ok = (x.ndim == len(shape) and x.shape[1:] == shape[1:] and x.shape[0] >= 1) if batched \
+                else x.shape == shape
+            if not ok:
+                want = "(N, " + ", ".join(map(str, shape[1:])) + ")" if batched else str(shape)
+                raise ExecutionError(f"input {name!r}: expected shape {want}, got {tuple(x.shape)}")
+            if not np.isfinite(x).all():
+                raise ExecutionError(f"input {name!r}: has NaN or infinite values")
+            n = x.shape[0] if batched else 1
+            if batch is not None and n != batch:
+                raise ExecutionError(f"input {name!r}: batch of {n}, other inputs have {batch}")
+            batch = n
+            arrays[name] = x if batched else x[None]
+        return [{n: (a[i:i + 1] if self.tensors[n].shape and self.tensors[n].shape[0] == 1 else a[0])
+                 for n, a in arrays.items()} for i in range(batch or 1)]
+
+    def _stack(self, per_sample: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        out = {}
+        for name in self.msg.outputs:
+            parts = [s[name] for s in per_sample]
+            out[name] = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+        return out
+
+    # ---- running -------------------------------------------------------------------------------------
+    def _target_factory(self, target: str | Target) -> Callable[[], Target]:
+        if not isinstance(target, str):
+            return lambda: target
+        from runtime.suite import TARGETS
+
+        factory = TARGETS.get(target)
+        if factory is None:
+            raise ExecutionError(f"target {target!r} cannot run loadables by name (in-process targets: "
+                                 f"{', '.join(TARGETS)}); simulators pass a Target instance to Network.run_async")
+        return lambda: factory(self.hw)
+
+    def run(self, inputs: Mapping[str, np.ndarray] | np.ndarray, *, target: str | Target = "golden",
+            progress: Progress | None = None, timeout_ns: int = DEFAULT_TIMEOUT_NS) -> dict[str, np.ndarray]:
+        """Run on float NCHW inputs; returns the dequantized float32 outputs by name. A named target gets
+        a fresh instance per sample; a Target instance is reused (its ping-pong state is re-based)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise ExecutionError("Network.run called inside an event loop (cocotb?); await Network.run_async instead")
+        samples = self.split_samples(inputs)
+        make = self._target_factory(target)
+
+        async def main() -> list[dict[str, np.ndarray]]:
+            outs = []
+            for i, sample in enumerate(samples):
+                ex = _Execution(self, make(), timeout_ns, progress, (i, len(samples)))
+                outs.append(await ex.run(sample))
+            return outs
+
+        return self._stack(asyncio.run(main()))
+
+    async def run_async(self, inputs: Mapping[str, np.ndarray] | np.ndarray, *, target: Target,
+                        progress: Progress | None = None, timeout_ns: int = DEFAULT_TIMEOUT_NS
+                        ) -> dict[str, np.ndarray]:
+        """``run`` inside an event loop (cocotb) on one Target instance."""
+        samples = self.split_samples(inputs)
+        outs = []
+        for i, sample in enumerate(samples):
+            outs.append(await _Execution(self, target, timeout_ns, progress, (i, len(samples))).run(sample))
+        return self._stack(outs)
+
+    # ---- traces --------------------------------------------------------------------------------------
+    def emit_trace(self, inputs: Mapping[str, np.ndarray] | np.ndarray, directory: Path | str, *,
+                   progress: Progress | None = None, timeout_ns: int = DEFAULT_TIMEOUT_NS) -> list[Path]:
+        """Run the first sample on the golden model and write one self-contained NVDLA trace per DLA task:
+        ``DIR/<hw_config>/task_<id>_<name>/task_<id>_<name>.cfg`` plus its ``.dat`` files (the config
+        folder lets ``dla trace DIR`` infer the hardware). Each trace loads the weights and the bytes of
+        every tensor its task touches as they are just before the task, plays the relocated registers at
+        absolute addresses, waits for every interrupt and checks the CRC of every tensor the task writes.
+        Nothing is written when the run fails; the folder appears whole or not at all."""
+        from runtime.golden_target import GoldenTarget
+
+        sample = self.split_samples(inputs)[0]
+        ex = _Execution(self, GoldenTarget(self.hw), timeout_ns, progress, (0, 1), record=True)
+        asyncio.run(ex.run(sample))
+        directory = Path(directory)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".tmp", dir=directory.parent))
+        final = directory / self.hw.name
+        try:
+            (tmp / self.hw.name).mkdir()
+            cfgs = [self._write_task_trace(rec, tmp) for rec in ex.records]
+            if not directory.exists():
+                os.rename(tmp, directory)  # the whole folder appears at once
+            else:  # replace only our config folder, keeping the old one until the new one is in place
+                old = tmp / ".old"
+                if final.exists():
+                    os.rename(final, old)
+                try:
+                    os.rename(tmp / self.hw.name, final)
+                except BaseException:
+                    if old.exists():
+                        os.rename(old, final)
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return [final / c.parent.name / c.name for c in cfgs]
+
+    def _write_task_trace(self, rec: _TaskRecord, root: Path) -> Path:
+        task = rec.task
+        name = f"task_{task.id:03d}_{_safe_name(task.name)}"
+        d = root / self.hw.name / name
+        d.mkdir(parents=True)
+        model = " ".join(f"{self.msg.model_name or 'a network'} ({self.msg.source or 'loadable'})".split())
+        lines = [f"// {name}: DLA task {task.id} of {model}, {self.hw.name}; generated by dla, self-contained"]
+        for i, (mem, addr, data) in enumerate(rec.loads):
+            if not any(data):
+                continue
+            fname = f"{name}_mem{i}.dat"
+            write_dat(d / fname, data, chunk=32, skip_zero=True)
+            lines.append(f'mem_load({mem}, {addr:#x}, "{fname}");')
+        # the task ran with these CONSUMER groups; a fresh target starts at 0, so swap groups to match
+        flip = {unit: c for unit, (_, c) in rec.pointers.items()}
+        for unit, (p, c) in sorted(rec.pointers.items()):
+            if p ^ c:
+                lines.append(f"reg_write({self.regmap.unit(unit).register('S_POINTER').full_name}, 0x1);")
+        sync = 0
+        for writes, bits in rec.ops:
+            for addr, value in writes:
+                reg = self.regmap.lookup(addr)
+                if reg.name == "S_POINTER" and reg.unit in flip:
+                    value ^= flip[reg.unit]
+                lines.append(f"reg_write({reg.full_name}, {value:#x});")
+            for bit in bits:
+                pair = bit & ~1
+                source, unit = INTR_SOURCES[pair]
+                group = (bit & 1) ^ flip.get(unit, 0)
+                lines.append(f"intr_notify({source}_{group}, sync_id_{sync});")
+                sync += 1
+        last = f"sync_id_{sync - 1}" if sync else "0"
+        for mem, addr, size, crc, tensor in rec.checks:
+            lines.append(f"check_crc({last}, {mem}, {addr:#x}, {size:#x}, {crc:#010x});  // {_safe_name(tensor)}")
+        cfg = d / f"{name}.cfg"
+        cfg.write_text("\n".join(lines) + "\n")
+        return cfg
+
+
+class _Execution:
+    """One sample of a network on one Target."""
+
+    def __init__(self, net: Network, target: Target, timeout_ns: int, progress: Progress | None,
+                 sample: tuple[int, int], record: bool = False) -> None:
+        self.net, self.target, self.timeout_ns = net, target, timeout_ns
+        self.progress, self.sample = progress, sample
+        self.host: dict[str, np.ndarray] = {}
+        self.flip: dict[str, int] = {}
+        self.record = record
+        self.records: list[_TaskRecord] = []
+        self._current: _TaskRecord | None = None
+
+    @property
+    def placement(self) -> Placement:
+        return self.net.placement
+
+    # ---- memory ------------------------------------------------------------------------------------
+    async def load_regions(self) -> None:
+        """Zero every region (so padding and gaps are deterministic on a reused target) and write the
+        WEIGHTS contents."""
+        for r in self.net.msg.regions:
+            data = r.content + bytes(r.size - len(r.content)) if r.kind == pb.Region.WEIGHTS else bytes(r.size)
+            if data:
+                await self.target.write_mem(self.placement.base[r.id], data, self.placement.mem[r.id])
+
+    def _feature(self, name: str) -> pb.Tensor:
+        t = self.net.tensors[name]
+        if t.dtype != pb.Tensor.INT8:
+            raise ExecutionError(f"tensor {name!r}: {pb.Tensor.DType.Name(t.dtype)} feature data is not supported "
+                                 "by the executor (int8 only)")
+        return t
+
+    def _where(self, t: pb.Tensor) -> tuple[int, int, str]:
+        return self.placement.address(t.region, t.offset), feature_span(t), self.placement.mem[t.region]
+
+    async def write_feature(self, name: str, q: np.ndarray) -> None:
+        """Pack (C, H, W) int8 into the tensor's cube: read-modify-write of its span, so bytes between
+        lines and surfaces (possibly another tensor's) are kept; padding lanes are zeroed."""
+        t = self._feature(name)
+        addr, span, mem = self._where(t)
+        buf = np.frombuffer(await self.target.read_mem(addr, span, mem), dtype=np.uint8).copy()
+        lanes = np.zeros((surfaces(t) * t.atom, t.height, t.width), dtype=np.int8)
+        lanes[: t.channels] = q.reshape(t.channels, t.height, t.width)
+        buf[self.net.offsets(t)] = lanes.view(np.uint8)
+        await self.target.write_mem(addr, buf.tobytes(), mem)
+
+    async def read_feature(self, name: str) -> np.ndarray:
+        """(C, H, W) int8 of a FEATURE tensor."""
+        t = self._feature(name)
+        addr, span, mem = self._where(t)
+        buf = np.frombuffer(await self.target.read_mem(addr, span, mem), dtype=np.uint8)
+        return buf[self.net.offsets(t)[: t.channels]].view(np.int8)
+
+    async def read_float(self, name: str) -> np.ndarray:
+        """A tensor as float32 in the model's shape (FEATURE dequantized, HOST as stored)."""
+        t = self.net.tensors[name]
+        if t.storage == pb.Tensor.HOST:
+            if name not in self.host:
+                raise ExecutionError(f"host tensor {name!r} is read before any task wrote it")
+            return self.host[name]
+        q = await self.read_feature(name)
+        return dequantize(q, t.scale).reshape(tuple(t.shape) or q.shape)
+
+    async def write_float(self, name: str, x: np.ndarray, what: str) -> None:
+        t = self.net.tensors[name]
+        shape = tuple(t.shape)
+        x = np.asarray(x, dtype=np.float32)
+        if shape and x.size != int(np.prod(shape)):
+            raise ExecutionError(f"{what}: tensor {name!r} has shape {shape}, got {x.size} values {tuple(x.shape)}")
+        if t.storage == pb.Tensor.HOST:
+            self.host[name] = x.reshape(shape) if shape else x
+        else:
+            await self.write_feature(name, quantize(x, t.scale))
+
+    # ---- tasks -------------------------------------------------------------------------------------
+    async def run(self, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        await self.load_regions()
+        await self.rebase_groups()
+        for name, x in sample.items():
+            await self.write_float(name, x, f"input {name!r}")
+        tasks = self.net.msg.tasks
+        done: set[int] = set()
+        index, count = self.sample
+        for i, task in enumerate(tasks):
+            missing = [d for d in task.deps if d not in done]
+            if missing:
+                raise ExecutionError(f"task {task.id} ({task.name!r}) runs before its dependency {missing[0]}")
+            if task.WhichOneof("kind") == "dla":
+                await self.run_dla(task)
+            else:
+                await self.run_cpu(task)
+            done.add(task.id)
+            if self.progress is not None:
+                self.progress(index * len(tasks) + i + 1, count * len(tasks), task)
+        return {name: await self.read_float(name) for name in self.net.msg.outputs}
+
+    async def rebase_groups(self) -> None:
+        """The loadable assumes every ping-pong unit at CONSUMER 0 with PRODUCER 0 (a reset DLA). On a
+        target whose unit sits at CONSUMER 1, swap groups: S_POINTER writes and the awaited done bits of
+        that unit are XORed with 1, and PRODUCER is first set to the CONSUMER group."""
+        for addr, unit in self.net.pointer_units.items():
+            word = await self.target.read_reg(addr)
+            producer, consumer = word & 1, (word >> 16) & 1
+            self.flip[unit] = consumer
+            if producer != consumer:
+                await self.target.write_reg(addr, consumer)
+
+    def _intr_bits(self, mask: int) -> list[int]:
+        bits = []
+        for bit in range(32):
+            if mask >> bit & 1:
+                source = INTR_SOURCES.get(bit & ~1)
+                bits.append(bit ^ self.flip.get(source[1], 0) if source else bit)
+        return bits
+
+    async def run_dla(self, task: pb.Task) -> None:
+        if self.record:
+            await self._before_dla(task)
+        for op in task.dla.ops:
+            where = f"task {task.id} ({task.name!r}) op {op.name!r}"
+            writes: list[tuple[int, int]] = []
+            try:
+                for w in op.writes:
+                    value = w.value
+                    if w.HasField("reloc"):
+                        value = (self.placement.address(w.reloc.region, w.reloc.offset) >> w.reloc.shift) & 0xFFFFFFFF
+                    unit = self.net.pointer_units.get(w.addr)
+                    if unit is not None:
+                        value ^= self.flip.get(unit, 0)
+                    await self.target.write_reg(w.addr, value)
+                    writes.append((w.addr, value))
+                bits = self._intr_bits(op.interrupt_mask)
+                for bit in bits:
+                    await self.target.wait_interrupt(1 << bit, self.timeout_ns)
+                # GLB.S_INTR_STATUS is write-1-to-clear, as the player does for intr_notify
+                await self.target.write_reg(self.net.intr_status_addr, sum(1 << b for b in bits))
+            except (InterruptTimeout, DlaError) as exc:
+                raise ExecutionError(f"{where}: {type(exc).__name__}: {exc}") from exc
+            if self._current is not None:
+                self._current.ops.append((writes, bits))
+        if self.record:
+            await self._after_dla(task)
+
+    async def run_cpu(self, task: pb.Task) -> None:
+        xs = [await self.read_float(n) for n in task.cpu.inputs]
+        outs = run_cpu_task(task, xs, self.net.kernels)
+        for name, y in zip(task.cpu.outputs, outs):
+            await self.write_float(name, y, f"task {task.id} ({task.name!r})")
+
+    # ---- recording for traces ---------------------------------------------------------------------
+    def _task_tensors(self, task: pb.Task) -> tuple[list[str], list[str]]:
+        touched, written = [], []
+        for op in task.dla.ops:
+            for n in (*op.inputs, *op.outputs):
+                if n not in touched and self.net.tensors[n].storage == pb.Tensor.FEATURE:
+                    touched.append(n)
+            for n in op.outputs:
+                if n not in written and self.net.tensors[n].storage == pb.Tensor.FEATURE:
+                    written.append(n)
+        return touched, written
+
+    async def _before_dla(self, task: pb.Task) -> None:
+        rec = self._current = _TaskRecord(task)
+        units = {u for op in task.dla.ops for w in op.writes if (u := self.net._pingpong_unit(w.addr))}
+        for unit in sorted(units):
+            word = await self.target.read_reg(self.net.regmap.address(unit, "S_POINTER"))
+            rec.pointers[unit] = (word & 1, (word >> 16) & 1)
+        regions = sorted({w.reloc.region for op in task.dla.ops for w in op.writes if w.HasField("reloc")})
+        for rid in regions:
+            r = self.net.regions[rid]
+            if r.kind == pb.Region.WEIGHTS and r.content:
+                rec.loads.append((self.placement.mem[rid], self.placement.base[rid], r.content))
+        # the bytes of every tensor the task touches (inputs, and outputs with their gaps), merged spans
+        spans: dict[str, list[list[int]]] = {}
+        for name in self._task_tensors(task)[0]:
+            addr, span, mem = self._where(self.net.tensors[name])
+            spans.setdefault(mem, []).append([addr, addr + span])
+        for mem, ranges in spans.items():
+            merged: list[list[int]] = []
+            for lo, hi in sorted(ranges):
+                if merged and lo <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], hi)
+                else:
+                    merged.append([lo, hi])
+            for lo, hi in merged:
+                rec.loads.append((mem, lo, await self.target.read_mem(lo, hi - lo, mem)))
+
+    async def _after_dla(self, task: pb.Task) -> None:
+        rec = self._current
+        seen = set()
+        for name in self._task_tensors(task)[1]:
+            addr, span, mem = self._where(self.net.tensors[name])
+            if (mem, addr, span) in seen:
+                continue
+            seen.add((mem, addr, span))
+            rec.checks.append((mem, addr, span, zlib.crc32(await self.target.read_mem(addr, span, mem)), name))
+        self.records.append(rec)
+        self._current = None
+
+
+def load(path: Path | str, *, kernels: Mapping[str, Kernel] | None = None) -> Network:
+    """Read and validate a loadable file (``LoadableError`` on any problem) into a runnable Network."""
+    return Network(read_loadable(path), path=path, kernels=kernels)
