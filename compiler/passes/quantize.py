@@ -29,6 +29,10 @@ HEADROOM_BITS = 10
 I16 = 32767
 MAX_SHIFT = 63
 MAX_ALU_SHIFT = 31
+#: Range margin of average-pooling outputs (PDP wraps instead of saturating).
+AVG_POOL_HEADROOM = 2.0
+#: PDP RECIP_KERNEL_WIDTH/HEIGHT are unsigned 17-bit 0.16 fixed point.
+MAX_RECIP = 0x1FFFF
 
 
 class _UnionFind:
@@ -56,7 +60,9 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
     for t in tensors:
         uf.find(t)
     for n in g.nodes:
-        same = n.op in ("dla.pdp",) or n.op.startswith("view.") or n.attrs.get("same_scale")
+        # Max/min pooling, views and copies move values; average pooling rescales in its reciprocals.
+        same = (n.op == "dla.pdp" and n.attrs["method"] != "avg") or n.op.startswith("view.") \
+            or n.attrs.get("same_scale")
         if same:
             for t in n.inputs[1:] + n.outputs:
                 uf.union(n.inputs[0], t)
@@ -65,6 +71,13 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
         if t in amax:
             r = uf.find(t)
             group_max[r] = max(group_max.get(r, 0.0), float(amax[t]))
+    # Average pooling stores the low byte of its result without saturating: leave headroom above the
+    # calibrated range so unseen inputs do not wrap.
+    for n in g.nodes:
+        if n.op == "dla.pdp" and n.attrs["method"] == "avg":
+            r = uf.find(n.outputs[0])
+            if r in group_max:
+                group_max[r] *= AVG_POOL_HEADROOM
     scales = {}
     for t in tensors:
         r = uf.find(t)
@@ -187,6 +200,16 @@ def sdp_params(post: list[dict], in_scale: np.ndarray, out_scale: float, scales:
     return prm
 
 
+def pool_reciprocals(kh: int, kw: int, gain: float) -> tuple[int, int]:
+    """RECIP_KERNEL_WIDTH/HEIGHT for an average that also rescales by ``gain`` (input / output scale):
+    their product / 2^32 is gain / (kh * kw); the width factor takes as much as it can first."""
+    gain = min(gain, MAX_RECIP * MAX_RECIP / 2.0 ** 32 * kh * kw)
+    product = 2.0 ** 32 * gain / (kh * kw)
+    rw = min(MAX_RECIP, max(1, int(round(2.0 ** 16 * math.sqrt(gain) / kw))))
+    rh = min(MAX_RECIP, max(1, int(round(product / rw))))
+    return rw, rh
+
+
 # ---- the pass ---------------------------------------------------------------------------------------------
 def quantize(g: Graph, ctx: CompileContext) -> Graph:
     scales = tensor_scales(g, ctx.amax)
@@ -220,8 +243,9 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
         n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, hw, g.where(n))
     elif n.op == "dla.pdp":
         kh, kw = n.attrs["kernel"]
+        rw, rh = pool_reciprocals(kh, kw, scales[n.inputs[0]] / scales[n.outputs[0]])
         n.attrs["pdp"] = PdpParams(n.attrs["method"], (kh, kw), tuple(n.attrs["stride"]), tuple(n.attrs["pads"]),
-                                   recip_w=int(round(0x10000 / kw)), recip_h=int(round(0x10000 / kh)))
+                                   recip_w=rw, recip_h=rh)
     elif n.op == "dla.cdp":
         from compiler.lut import lrn_params
 
