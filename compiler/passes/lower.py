@@ -318,7 +318,7 @@ def _lower_pool(g: Graph, n: Node) -> list[Node] | None:
         g.shapes[mid] = (1, c, h // k1h, w // k1w)
         return [Node(g.fresh(f"{n.name}_1"), "dla.pdp", [x], [mid],
                      {"method": method, "kernel": (k1h, k1w), "stride": (k1h, k1w), "pads": (0, 0, 0, 0),
-                      "layers": [n.name], "same_scale": True}),
+                      "layers": [n.name], "amax_like": x}),
                 Node(n.name, "dla.pdp", [mid], list(n.outputs),
                      {"method": method, "kernel": (h // k1h, w // k1w), "stride": (h // k1h, w // k1w),
                       "pads": (0, 0, 0, 0), "layers": [n.name]})]

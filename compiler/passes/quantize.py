@@ -66,6 +66,11 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
         if same:
             for t in n.inputs[1:] + n.outputs:
                 uf.union(n.inputs[0], t)
+    amax = dict(amax)
+    for n in g.nodes:  # tensors the compiler made (e.g. a partial average) take a bound from their source
+        like = n.attrs.get("amax_like")
+        if like is not None and n.outputs[0] not in amax and like in amax:
+            amax[n.outputs[0]] = amax[like]
     group_max: dict[str, float] = {}
     for t in tensors:
         if t in amax:
@@ -74,7 +79,7 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
     # Average pooling stores the low byte of its result without saturating: leave headroom above the
     # calibrated range so unseen inputs do not wrap.
     for n in g.nodes:
-        if n.op == "dla.pdp" and n.attrs["method"] == "avg":
+        if n.op == "dla.pdp" and n.attrs["method"] == "avg" and "amax_like" not in n.attrs:
             r = uf.find(n.outputs[0])
             if r in group_max:
                 group_max[r] *= AVG_POOL_HEADROOM
