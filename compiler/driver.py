@@ -1,6 +1,6 @@
 """``compile_model``: model file -> loadable, through the pass pipeline.
 
-canonicalize -> fold_affine -> calibrate -> lower -> partition -> quantize -> split_conv -> memplan -> emit
+canonicalize -> fold_affine -> calibrate -> lower -> quantize -> partition -> split_conv -> memplan -> emit
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ PIPELINE = [
     ("fold_affine", fold_affine),
     ("calibrate", calibrate),
     ("lower", lower),
-    ("partition", partition),
     ("quantize", quantize),
+    ("partition", partition),
     ("split_conv", split_conv),
     ("memplan", memplan),
 ]
