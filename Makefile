@@ -33,7 +33,7 @@ regress: install
 	$(BIN)/dla trace $(NVDLA_TRACES)/nv_small -j 2 --junit build/regress/nv_small.junit.xml --json build/regress/nv_small.json
 	$(BIN)/dla trace $(NVDLA_TRACES)/nv_small -j 2 --target verilator --junit build/regress/nv_small.verilator.junit.xml --json build/regress/nv_small.verilator.json
 	$(BIN)/dla trace $(NVDLA_TRACES)/nv_small -j 2 --target icarus --junit build/regress/nv_small.icarus.junit.xml --json build/regress/nv_small.icarus.json
-	DLA_RTL_DIFF_EXAMPLES=200 $(BIN)/python -m pytest -n $(JOBS) -q regressions --junitxml=build/regress/pytest.junit.xml
+	DLA_RTL_DIFF_EXAMPLES=200 DLA_E2E_SAMPLES=200 $(BIN)/python -m pytest -n $(JOBS) -q regressions --junitxml=build/regress/pytest.junit.xml
 
 bench: install
 	$(BIN)/python -m regressions.bench --out build/bench/results.json

@@ -101,24 +101,28 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
         wlocs = {}
         for pc in pieces:
             k0, k1 = pc.kernels
-            if (k0, k1) not in wlocs:
-                wlocs[(k0, k1)] = weights.add(pack_dc_weights(wq[k0:k1], hw))
+            c0, c1 = pc.channels or (0, c)
+            if (k0, k1, c0) not in wlocs:
+                wlocs[(k0, k1, c0)] = weights.add(pack_dc_weights(wq[k0:k1, c0:c1], hw))
         for i, pc in enumerate(pieces):
             (o0, o1), (i0, i1), (k0, k1) = pc.out_rows, pc.in_rows, pc.kernels
+            c0, c1 = pc.channels or (0, c)
             band = src.rows(i0, i1 - i0)
+            if pc.channels is not None:
+                band = band.surfaces_from(c0, c1 - c0, atom)
             out = dst.rows(o0, o1 - o0)
             out = out.surfaces_from(k0, k1 - k0, atom) if (k0, k1) != (0, k) else out
             prm = _sdp_slice(sdp, k0, k1)
             operands = _place_operands(prm, weights, plan, out, atom, o0, k0)
-            piece_conv = type(conv)(weights=wq[k0:k1], stride=conv.stride, dilation=conv.dilation,
+            piece_conv = type(conv)(weights=wq[k0:k1, c0:c1], stride=conv.stride, dilation=conv.dilation,
                                     pad=(pc.pad_top, conv.pad[1]), pad_value=conv.pad_value,
                                     clip_truncate=conv.clip_truncate)
             regs = RegProgram(hw)
-            emit_conv(regs, band, wlocs[(k0, k1)], (k1 - k0, c, r, s), out, piece_conv, prm, operands,
+            emit_conv(regs, band, wlocs[(k0, k1, c0)], (k1 - k0, c1 - c0, r, s), out, piece_conv, prm, operands,
                       data_banks=pc.data_banks)
             op = pb.DlaOp(name=n.name if len(pieces) == 1 else f"{n.name}#{i}", engines=CONV_ENGINES, layer=layer,
                           interrupt_mask=1 << INTR_BITS["SDP"],
-                          macs=(k1 - k0) * c * r * s * (o1 - o0) * dst.width)
+                          macs=(k1 - k0) * (c1 - c0) * r * s * (o1 - o0) * dst.width)
             _to_pb_writes(hw, regs, op)
             ops.append(op)
     elif n.op == "dla.sdp":

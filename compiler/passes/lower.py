@@ -160,6 +160,8 @@ def lower(g: Graph, ctx: CompileContext) -> Graph:
             if pdp is not None:
                 for e in pdp:
                     emit(e)
+                if out[-1].op == "dla.conv":
+                    fuse(out[-1])
                 continue
         if n.op == "LRN" and hw.cdp and int(n.attrs["size"]) in CDP_WINDOWS and cube_ok:
             emit(Node(n.name, "dla.cdp", [n.inputs[0]], list(n.outputs), dict(n.attrs, layers=[n.name])))
@@ -304,6 +306,16 @@ def _lower_conv(g: Graph, n: Node, ctx: CompileContext) -> list[Node]:
 def _lower_pool(g: Graph, n: Node) -> list[Node] | None:
     x = n.inputs[0]
     _, c, h, w = g.shapes[x]
+    if n.op == "GlobalAveragePool":
+        # A conv whose kernel covers the map with 1/(H*W) on the channel diagonal: exact int32 sums and a
+        # saturating SDP requantization at full int8 precision (PDP would keep the input's scale or wrap).
+        # split_conv runs it one channel atom at a time, so the kernel stays small.
+        w_avg = np.zeros((c, c, h, w))
+        w_avg[np.arange(c), np.arange(c)] = 1.0 / (h * w)
+        post = [{"op": "affine", "scale": np.ones(c), "bias": np.zeros(c), "_slot": 0}]
+        return [Node(n.name, "dla.conv", [x], list(n.outputs),
+                     {"stride": (1, 1), "dilation": (1, 1), "pads": (0, 0, 0, 0), "weight": w_avg, "post": post,
+                      "layers": [n.name]})]
     if n.op.startswith("Global"):
         method = "max" if n.op == "GlobalMaxPool" else "avg"
         if h <= MAX_KERNEL and w <= MAX_KERNEL:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from compiler.ir import Graph
 from compiler.passes import CompileContext
 from golden.engines.conv import entries_per_slice
@@ -22,6 +24,7 @@ class Piece:
     pad_top: int
     kernels: tuple[int, int]  # [k0, k1)
     data_banks: int
+    channels: tuple[int, int] | None = None  # [c0, c1) of the input for channel-diagonal convs
 
 
 def plan_pieces(hw, c: int, h: int, w: int, k: int, r: int, s: int, stride: tuple[int, int],
@@ -71,16 +74,38 @@ def plan_pieces(hw, c: int, h: int, w: int, k: int, r: int, s: int, stride: tupl
     return pieces
 
 
+def diagonal_chunk(w, unit: int) -> bool:
+    """True when output channels [k0, k0+unit) read only input channels [k0, k0+unit) (depthwise convs,
+    global average pooling): such a conv runs one channel atom at a time with a unit x unit kernel."""
+    k, c = w.shape[:2]
+    if k != c or k <= unit:
+        return False
+    mask = np.any(w != 0, axis=(2, 3))
+    chunk = np.arange(k) // unit
+    return not np.any(mask & (chunk[:, None] != chunk[None, :]))
+
+
 def split_conv(g: Graph, ctx: CompileContext) -> Graph:
+    hw = ctx.hw
+    unit = math.lcm(hw.atom_elements(), hw.mac_atomic_k)
     for n in g.nodes:
         if n.op != "dla.conv":
             continue
         _, c, h, w = _cube4(g.shapes[n.inputs[0]])
         k, _, r, s = n.attrs["weight"].shape
         out_h = _cube4(g.shapes[n.outputs[0]])[2]
+        args = (tuple(n.attrs["stride"]), tuple(n.attrs["dilation"]), int(n.attrs["pads"][0]), out_h)
         try:
-            n.attrs["pieces"] = plan_pieces(ctx.hw, c, h, w, k, r, s, tuple(n.attrs["stride"]),
-                                            tuple(n.attrs["dilation"]), int(n.attrs["pads"][0]), out_h)
+            if diagonal_chunk(n.attrs["weight"], unit):
+                pieces = []
+                for c0 in range(0, c, unit):
+                    c1 = min(c, c0 + unit)
+                    for pc in plan_pieces(hw, c1 - c0, h, w, c1 - c0, r, s, *args):
+                        pieces.append(Piece(pc.out_rows, pc.in_rows, pc.pad_top, (c0 + pc.kernels[0], c0 + pc.kernels[1]),
+                                            pc.data_banks, (c0, c1)))
+                n.attrs["pieces"] = pieces
+            else:
+                n.attrs["pieces"] = plan_pieces(hw, c, h, w, k, r, s, *args)
         except ValueError as exc:
             raise g.error(n, str(exc)) from None
         if len(n.attrs["pieces"]) > 1:
