@@ -19,6 +19,8 @@ class CompileContext:
     log: Callable[[str], None] = lambda msg: None
     #: per-tensor absolute maxima from calibration (filled by the driver before quantization)
     amax: dict[str, float] = field(default_factory=dict)
+    #: per-channel mean of each tensor over the calibration inputs (bias correction)
+    channel_mean: dict[str, object] = field(default_factory=dict)
     #: activation scale of every tensor (filled by the quantize pass)
     scales: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

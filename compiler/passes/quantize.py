@@ -31,6 +31,8 @@ MAX_SHIFT = 63
 MAX_ALU_SHIFT = 31
 #: Range margin of average-pooling outputs (PDP wraps instead of saturating).
 AVG_POOL_HEADROOM = 2.0
+#: Range margin of network outputs and tensors the CPU reads.
+OUTPUT_HEADROOM = 1.25
 #: PDP RECIP_KERNEL_WIDTH/HEIGHT are unsigned 17-bit 0.16 fixed point.
 MAX_RECIP = 0x1FFFF
 
@@ -78,11 +80,21 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
             group_max[r] = max(group_max.get(r, 0.0), float(amax[t]))
     # Average pooling stores the low byte of its result without saturating: leave headroom above the
     # calibrated range so unseen inputs do not wrap.
+    widened: set[str] = set()
     for n in g.nodes:
         if n.op == "dla.pdp" and n.attrs["method"] == "avg" and "amax_like" not in n.attrs:
             r = uf.find(n.outputs[0])
-            if r in group_max:
+            if r in group_max and r not in widened:
                 group_max[r] *= AVG_POOL_HEADROOM
+                widened.add(r)
+    # Network outputs and what feeds the CPU (logits before a softmax) keep headroom above the calibrated
+    # range: clipping unseen inputs there would make the top classes tie.
+    for t in tensors:
+        if t in g.outputs or any(c.op.startswith("cpu.") for c in g.consumers(t)):
+            r = uf.find(t)
+            if r in group_max and r not in widened:
+                group_max[r] *= OUTPUT_HEADROOM
+                widened.add(r)
     scales = {}
     for t in tensors:
         r = uf.find(t)
@@ -237,6 +249,14 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
         else:
             sw = np.maximum(np.max(np.abs(w.reshape(k, -1)), axis=1), 1e-12) / 127.0
         wq = np.clip(np.rint(w / sw[:, None, None, None]), -127, 127).astype(np.int8)
+        # Bias correction: the rounding error of each filter times the mean of its input is a constant
+        # offset per output channel that pooling does not average away; fold its expectation into the bias.
+        mean = ctx.channel_mean.get(n.inputs[0])
+        if mean is not None and np.size(mean) == w.shape[1] and n.attrs["post"][0]["op"] == "affine":
+            dw = w - wq.astype(np.float64) * sw[:, None, None, None]
+            corr = np.einsum("kcrs,c->k", dw, np.asarray(mean, dtype=np.float64))
+            first = n.attrs["post"][0]
+            n.attrs["post"][0] = dict(first, bias=first["bias"] + corr * first["scale"])
         pt, pl, _, _ = n.attrs["pads"]
         n.attrs["conv"] = ConvParams(weights=wq, stride=tuple(n.attrs["stride"]),
                                      dilation=tuple(n.attrs["dilation"]), pad=(pt, pl))

@@ -4,7 +4,8 @@ Every zoo model, as ONNX and as Caffe (prototxt + caffemodel from ``to_caffe``),
 nv_large and nv_full; ``runtime`` runs it on the golden target. Per network output, the cosine similarity
 between the int8 and the float outputs over all the inputs must be >= 0.99 (the worst single input is
 reported), and the top-1 class must agree on >= 95% of the inputs.
-``DLA_E2E_SAMPLES`` sets the number of random inputs (20 in ``make test``, 200 in ``make regress``).
+``DLA_E2E_SAMPLES`` sets the number of random inputs (100 in ``make test``, 200 in ``make regress``; the
+Caffe variants use half as many).
 Layer by layer, every engine op also equals the independent reference math exactly.
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ from regressions.zoo import ZOO  # noqa: E402
 from regressions.zoo.to_caffe import to_caffe  # noqa: E402
 from runtime.executor import Network  # noqa: E402
 
-SAMPLES = int(os.environ.get("DLA_E2E_SAMPLES", "20"))
+SAMPLES = int(os.environ.get("DLA_E2E_SAMPLES", "100"))
 CONFIGS = ("nv_small", "nv_large", "nv_full")
 MIN_COSINE = 0.99
 MIN_TOP1 = 0.95
@@ -87,7 +88,7 @@ def test_caffe_zoo_matches_float(name: str, config: str, tmp_path) -> None:
     (tmp_path / "net.caffemodel").write_bytes(caffemodel)
     g = caffe_frontend.load(tmp_path / "deploy.prototxt", tmp_path / "net.caffemodel")
     ld, _, _ = compile_graph(g, config)
-    samples = max(10, SAMPLES // 4)
+    samples = max(10, SAMPLES // 2)
     cos, worst, top1 = check_against_float(Network(ld), name, samples)
     print(f"{name} (Caffe) {config}: cosine {cos:.4f} (worst input {worst:.4f}), top-1 agreement {top1:.1%} "
           f"over {samples} inputs")
