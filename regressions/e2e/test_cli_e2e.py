@@ -124,3 +124,30 @@ def test_bad_loadable_and_input_fail_cleanly(lenet_logits, tmp_path, capsys) -> 
     np.save(tmp_path / "wrong.npy", np.zeros((1, 3, 28, 28), np.float32))
     _expect_user_error(["run", str(out), "--input", str(tmp_path / "wrong.npy"), "--output", str(y)], capsys, "data")
     assert not y.exists()
+
+
+def test_calibration_sources_and_quant_modes(lenet_logits, tmp_path, capsys) -> None:
+    """--calib-images (.npy files), --calib-table (NVDLA-style JSON) and --quant per-kernel all compile and
+    run; a table entry sets that tensor's scale exactly."""
+    import json
+
+    model, x = lenet_logits
+    images = tmp_path / "calib"
+    images.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(3):
+        np.save(images / f"{i}.npy", rng.standard_normal((1, 28, 28)).astype(np.float32))
+    table = tmp_path / "calib.json"
+    table.write_text(json.dumps({"data": {"scale": 0.05}, "conv1": {"min": -3.0, "max": 6.35}}))
+    for extra in (["--calib-images", str(images)], ["--calib-table", str(table)], ["--quant", "per-kernel"]):
+        out = tmp_path / "net.dla"
+        assert dla(["compile", str(model), "--config", "nv_small", "-o", str(out)] + extra) == 0, extra
+        assert dla(["run", str(out), "--input", str(x)]) == 0
+        ld = read_loadable(out)
+        assert ld.quantization == ("per-kernel" if "--quant" in extra else "per-filter")
+        if "--calib-table" in extra:
+            assert abs({t.name: t for t in ld.tensors}["data"].scale - 0.05) < 1e-7
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    _expect_user_error(["compile", str(model), "--config", "nv_small", "-o", str(tmp_path / "x.dla"),
+                        "--calib-table", str(bad)], capsys, "bad.json")
