@@ -23,6 +23,7 @@ import numpy as np
 from compiler.proto import loadable_pb2 as pb
 from golden.config import HwConfig, get_config
 from golden.errors import DlaError
+from golden.layout import CubeLayout
 from golden.regs import register_map
 from runtime.cpu_ops import Kernel, run_cpu_task
 from runtime.loadable import ExecutionError, LoadableError, feature_span, read_loadable, surfaces
@@ -60,15 +61,15 @@ def dequantize(q: np.ndarray, scale: float) -> np.ndarray:
     return np.asarray(q, dtype=np.float32) * np.float32(scale)
 
 
+def tensor_layout(t: pb.Tensor) -> CubeLayout:
+    """The golden model's layout of a FEATURE tensor (int8 cube, the loadable's strides and atom)."""
+    return CubeLayout(t.channels, t.height, t.width, t.line_stride, t.surface_stride, t.atom)
+
+
 def feature_offsets(t: pb.Tensor) -> np.ndarray:
     """Byte offset of every lane of a FEATURE cube, shape (surfaces * atom, H, W): channel c sits in
     surface c // atom at lane c % atom, lines ``line_stride`` and surfaces ``surface_stride`` apart."""
-    s = surfaces(t)
-    surf = np.arange(s, dtype=np.int64)[:, None, None, None] * t.surface_stride
-    lane = np.arange(t.atom, dtype=np.int64)[None, :, None, None]
-    line = np.arange(t.height, dtype=np.int64)[None, None, :, None] * t.line_stride
-    pixel = np.arange(t.width, dtype=np.int64)[None, None, None, :] * t.atom
-    return (surf + lane + line + pixel).reshape(s * t.atom, t.height, t.width)
+    return tensor_layout(t).byte_offsets()[..., 0]
 
 
 @dataclass(frozen=True)

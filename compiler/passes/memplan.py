@@ -76,8 +76,8 @@ def memplan(g: Graph, ctx: CompileContext) -> Graph:
     for n in g.nodes:
         if n.op == "view.concat":
             out = n.outputs[0]
-            c_out, h, w = fold_cube(g.shapes[out])
-            surf = align(h * w * atom, 1)
+            _, h, w = fold_cube(g.shapes[out])
+            surf = h * w * atom
             off = 0
             for t in n.inputs:
                 parent[t] = (out, off // atom * surf)

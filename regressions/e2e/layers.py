@@ -15,12 +15,12 @@ import numpy as np
 
 from compiler.hwparams import TensorOperand
 from golden.dla import Dla
-from golden.layout import CubeLayout, read_cube, write_cube
+from golden.layout import read_cube, write_cube
 from regressions.reference import cdp as ref_cdp
 from regressions.reference import conv as ref_conv
 from regressions.reference import pdp as ref_pdp
 from regressions.reference import sdp as ref_sdp
-from runtime.executor import place_regions
+from runtime.executor import place_regions, tensor_layout
 
 
 @dataclass
@@ -32,12 +32,8 @@ class LayerResult:
     elements: int
 
 
-def _layout(t, hw) -> CubeLayout:
-    return CubeLayout(t.channels, t.height, t.width, t.line_stride, t.surface_stride, hw.atom_elements())
-
-
 def _ref_x(st, cls, operands):
-    d = dataclasses.asdict(st) if not dataclasses.is_dataclass(st) else {f.name: getattr(st, f.name) for f in dataclasses.fields(st)}
+    d = {f.name: getattr(st, f.name) for f in dataclasses.fields(st)}
     for key in ("alu_operand", "mul_operand"):
         if isinstance(d[key], TensorOperand):
             d[key] = operands[d[key].tensor]
@@ -89,7 +85,7 @@ def replay_layer(ld, node, hw, rng: np.random.Generator) -> LayerResult:
     inputs = {}
     for name in dict.fromkeys(node.inputs):
         t = tensors[name]
-        lay = _layout(t, hw)
+        lay = tensor_layout(t)
         vals = np.zeros((lay.padded_channels, t.height, t.width), dtype=np.int64)
         vals[:t.channels] = rng.integers(-128, 128, size=(t.channels, t.height, t.width))
         write_cube(dla.mem.dram, place.address(t.region, t.offset), lay, vals)
@@ -112,7 +108,7 @@ def replay_layer(ld, node, hw, rng: np.random.Generator) -> LayerResult:
         for unit in armed:
             groups[unit] = groups.get(unit, 0) + 1
     out = tensors[node.outputs[0]]
-    got = read_cube(dla.mem.dram, place.address(out.region, out.offset), _layout(out, hw))[:out.channels]
+    got = read_cube(dla.mem.dram, place.address(out.region, out.offset), tensor_layout(out))[:out.channels]
     want = reference(node, inputs, (out.channels, out.height, out.width))
     bad = int(np.count_nonzero(got != want))
     return LayerResult(node.name, node.op, bad == 0, bad, int(want.size))

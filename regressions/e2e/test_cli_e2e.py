@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 from regressions.zoo import ZOO
 from regressions.zoo.to_caffe import to_caffe
 from runtime.cli import main as dla
-from runtime.executor import place_regions
+from runtime.executor import place_regions, tensor_layout
 from runtime.loadable import read_loadable
 
 
@@ -51,7 +51,7 @@ def test_run_equals_trace_replay(lenet_logits, tmp_path, config, capsys) -> None
     assert f"{n_dla} passed, 0 failed" in summary
     # And explicitly: replay the last trace on a fresh golden model and read the output tensor's bytes.
     from golden.config import get_config
-    from golden.layout import CubeLayout, read_cube
+    from golden.layout import read_cube
     from golden.regs import register_map
     from runtime.golden_target import GoldenTarget
     from runtime.player import play
@@ -63,8 +63,8 @@ def test_run_equals_trace_replay(lenet_logits, tmp_path, config, capsys) -> None
     target = GoldenTarget(hw)
     asyncio.run(play(parse_cfg(cfgs[-1], register_map(hw.address_map)), target))
     t = {t.name: t for t in ld.tensors}[ld.outputs[0]]
-    lay = CubeLayout(t.channels, t.height, t.width, t.line_stride, t.surface_stride, t.atom)
-    q = read_cube(target.dla.mem.dram, place_regions(ld.regions).address(t.region, t.offset), lay)[:t.channels]
+    q = read_cube(target.dla.mem.dram, place_regions(ld.regions).address(t.region, t.offset),
+                  tensor_layout(t))[:t.channels]
     assert np.array_equal(y.reshape(-1), (q.reshape(-1) * np.float32(t.scale)).astype(np.float32))
 
 
