@@ -1,0 +1,119 @@
+"""Per-engine programming of NVDLA's kmd firmware (``kmd/firmware/<engine>.c``), as register writes.
+
+An engine is one ``Engine`` registration: how its op is programmed (``program``: every D_ register of
+the group the firmware picked), enabled (``enable``: the OP_EN writes, in the firmware's order), which
+S_POINTERs ``set_producer`` writes, which GLB interrupt bits mean "group done", whether an op needs the
+RDMA (``rdma_needed``) and whether a group may be programmed now (``is_ready``, LUT sharing). The
+scheduler in ``runtime.nvdla.firmware`` drives these; it knows nothing engine-specific.
+
+Programmers are pure: they append (unit, register, value) writes to a ``Program`` and raise
+``FirmwareError`` for a descriptor the firmware would reject (with the op index and the field).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from golden.config import HwConfig
+from golden.regs import RegisterMap
+from runtime.nvdla.descriptors import DataCube, LutParam, MEM_HW, Struct
+
+__all__ = ["FirmwareError", "Group", "Program", "Engine", "ENGINES", "register", "hi32", "lo32"]
+
+
+class FirmwareError(ValueError):
+    """A descriptor the firmware refuses (one line: op index, engine, field)."""
+
+
+@dataclass
+class Group:
+    """One of an engine's two ping-pong register groups, holding one op (``dla_processor_group``)."""
+
+    id: int
+    rdma_id: int
+    index: int  # the op's index in the dependency graph
+    op: Struct  # the engine's dla_*_op_desc
+    surface: Struct  # the engine's dla_*_surface_desc
+    rdma_needed: bool = False
+    lut_index: int = -1  # the LUT this group's op loaded (-1: none)
+    pending: bool = True  # prepared, not yet programmed
+    programming: bool = False
+    active: bool = False  # enabled, running
+
+
+@dataclass
+class Program:
+    """Register writes of one firmware step, plus what programmers need to resolve (addresses, LUTs)."""
+
+    regmap: RegisterMap
+    hw: HwConfig
+    address_of: Callable[[int, int], int]  # (address-list index, offset) -> bus address
+    lut: Callable[[int], LutParam]  # LUT list index -> its parameters
+    where: str = ""  # "op 3 (PDP)" for error messages
+    writes: list[tuple[str, str, int]] = field(default_factory=list)
+
+    def reg(self, unit: str, name: str, value: int = 0, **fields: int | str) -> None:
+        """Write ``value`` OR the encoded fields (enum names allowed) to UNIT.NAME."""
+        reg = self.regmap.unit(unit).register(name)
+        word = (value & 0xFFFFFFFF) | (reg.encode(**fields) if fields else 0)
+        self.writes.append((unit, name, word))
+
+    def cube_address(self, cube: DataCube, what: str) -> int:
+        """The bus address of a cube in memory (MC or CV), as ``dla_get_dma_cube_address``."""
+        if cube.type == MEM_HW:
+            return 0
+        if cube.address < 0:
+            raise FirmwareError(f"{self.where}: {what} has no address (address index -1) but is not on-the-fly")
+        return self.address_of(cube.address, getattr(cube, "offset", 0))
+
+    def fail(self, message: str) -> FirmwareError:
+        return FirmwareError(f"{self.where}: {message}")
+
+
+def hi32(v: int) -> int:
+    return (v >> 32) & 0xFFFFFFFF
+
+
+def lo32(v: int) -> int:
+    return v & 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class Engine:
+    op_type: int
+    name: str
+    #: units whose S_POINTER holds the CONSUMER read by utils_get_free_group (main, rdma or None)
+    pointer_unit: str
+    rdma_pointer_unit: str | None
+    #: GLB.S_INTR_STATUS bit of "group 0 done" (group 1 is the next bit)
+    done_bit: int
+    set_producer: Callable[[Program, int, int], None]
+    program: Callable[[Program, Group], None]
+    enable: Callable[[Program, Group], None]
+    rdma_needed: Callable[[Struct, Struct], bool] = lambda op, surface: False
+    #: is_ready(group, other group): may this group be programmed now
+    is_ready: Callable[[Group, Group | None], bool] = lambda group, other: True
+    #: extra GLB status bits (bit of group 0) -> firmware event raised on the same group (CDMA done)
+    extra_events: tuple[tuple[int, int], ...] = ()
+    #: GLB.S_INTR_MASK fields the program step unmasks
+    intr_mask_fields: tuple[str, ...] = ()
+
+
+ENGINES: dict[int, Engine] = {}
+
+
+def register(engine: Engine) -> Engine:
+    ENGINES[engine.op_type] = engine
+    return engine
+
+
+def _load_all() -> None:
+    import importlib
+    for name in ("conv", "sdp", "pdp", "cdp"):
+        try:  # TEMP while sdp/conv are being written
+            importlib.import_module(f"runtime.nvdla.engines.{name}")
+        except ModuleNotFoundError:
+            pass
+
+
+_load_all()
