@@ -151,17 +151,37 @@ class NvdlaLoadable:
 _T = TypeVar("_T")
 
 
+#: field names per table, in schema order (for error messages)
+_FIELDS = {
+    "Loadable": ("version", "task_list", "memory_list", "address_list", "event_list", "blobs", "tensor_desc_list",
+                 "reloc_list", "submit_list"),
+    "task_list": ("id", "interface", "instance", "address_list", "pre_actions", "post_actions"),
+    "memory_list": ("id", "domain", "flags", "size", "alignment", "contents", "offsets", "bind_id", "tensor_desc_id"),
+    "address_list": ("id", "mem_id", "offset", "size"),
+    "event_list": ("id", "type", "target", "val", "op"),
+    "blobs": ("name", "size", "interface", "sub_interface", "version", "data"),
+    "tensor_desc_list": ("name", "id", "mem_id", "size", "offset", "data_format", "data_type", "data_category",
+                         "pixel_format", "pixel_mapping", "n", "c", "h", "w") + tuple(f"stride_{i}" for i in range(8)),
+    "reloc_list": ("address_id", "write_id", "offset", "interface", "sub_interface", "reloc_type"),
+    "submit_list": ("id", "task_id"),
+}
+
+
 class _Table:
     """One flatbuffer table at ``pos`` in ``buf``, every read bounds-checked."""
 
     def __init__(self, buf: bytes, pos: int, what: str) -> None:
         self.buf, self.pos, self.what = buf, pos, what
+        self.names = _FIELDS.get(what.split("[")[0], ())
         soff = self._get("<i", pos, "vtable offset")
         self.vt = pos - soff
         self.vt_len = self._get("<H", self.vt, "vtable size")
         if self.vt_len < 4 or self.vt_len % 2:
             raise NvdlaLoadableError(f"{what}: corrupt vtable (size {self.vt_len})")
         self._get("<H", self.vt + self.vt_len - 2, "vtable")
+
+    def _name(self, index: int) -> str:
+        return self.names[index] if index < len(self.names) else f"field {index}"
 
     def _get(self, fmt: str, at: int, what: str) -> int:
         n = struct.calcsize(fmt)
@@ -174,12 +194,12 @@ class _Table:
         slot = 4 + 2 * index
         if slot >= self.vt_len:
             return 0
-        off = self._get("<H", self.vt + slot, f"field {index} slot")
+        off = self._get("<H", self.vt + slot, f"{self._name(index)} slot")
         return self.pos + off if off else 0
 
     def scalar(self, index: int, fmt: str, default: int = 0) -> int:
         at = self._field(index)
-        return self._get("<" + fmt, at, f"field {index}") if at else default
+        return self._get("<" + fmt, at, f"{self._name(index)}") if at else default
 
     def _indirect(self, at: int, what: str) -> int:
         return at + self._get("<I", at, what)
@@ -188,7 +208,7 @@ class _Table:
         at = self._field(index)
         if not at:
             return default
-        return self._string_at(self._indirect(at, f"field {index}"), f"field {index}")
+        return self._string_at(self._indirect(at, f"{self._name(index)}"), f"{self._name(index)}")
 
     def _string_at(self, s: int, what: str) -> str:
         n = self._get("<I", s, f"{what} length")
@@ -203,8 +223,8 @@ class _Table:
         at = self._field(index)
         if not at:
             return 0, 0
-        v = self._indirect(at, f"field {index}")
-        n = self._get("<I", v, f"field {index} length")
+        v = self._indirect(at, f"{self._name(index)}")
+        n = self._get("<I", v, f"{self._name(index)} length")
         if v + 4 + n * elem > len(self.buf):
             raise NvdlaLoadableError(f"{self.what}: field {index} ({n} elements) runs past the end of the file "
                                      "(truncated)")
@@ -221,7 +241,7 @@ class _Table:
 
     def strings(self, index: int) -> list[str]:
         start, n = self._vector(index, 4)
-        return [self._string_at(self._indirect(start + 4 * i, f"field {index}[{i}]"), f"field {index}[{i}]")
+        return [self._string_at(self._indirect(start + 4 * i, f"{self._name(index)}[{i}]"), f"{self._name(index)}[{i}]")
                 for i in range(n)]
 
     def tables(self, index: int, what: str, read: Callable[["_Table"], _T]) -> list[_T]:
@@ -233,7 +253,7 @@ class _Table:
         at = self._field(index)
         if not at:
             return None
-        return Version(*(self._get("<B", at + i, f"field {index}") for i in range(3)))
+        return Version(*(self._get("<B", at + i, f"{self._name(index)}") for i in range(3)))
 
 
 def _blob(t: _Table) -> Blob:
