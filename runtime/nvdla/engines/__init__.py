@@ -108,12 +108,7 @@ def register(engine: Engine) -> Engine:
 
 
 def _load_all() -> None:
-    import importlib
-    for name in ("conv", "sdp", "pdp", "cdp"):
-        try:  # TEMP while sdp/conv are being written
-            importlib.import_module(f"runtime.nvdla.engines.{name}")
-        except ModuleNotFoundError:
-            pass
+    from runtime.nvdla.engines import cdp, conv, pdp, sdp  # noqa: F401  (registrations)
 
 
 _load_all()
