@@ -145,8 +145,10 @@ class Firmware:
             raise FirmwareError(f"lut_index {index}: the network has {len(self.luts)} LUTs")
         return self.luts[index]
 
-    def get_op(self, index: int, what: str) -> d.Struct | None:
-        """The cached dla_common_op_desc (its dependency_count is the live one), None for index -1."""
+    def get_op(self, index: int, what: str, op_type: int | None = None) -> d.Struct | None:
+        """The cached dla_common_op_desc (its dependency_count is the live one), None for index -1.
+        Like the firmware's op cache, the descriptor's own ``index`` is overwritten with the index it was
+        fetched by, and a fetched ``op_type`` other than the one the caller expects is an error."""
         if index == -1:
             return None
         if not 0 <= index < self.net.num_operations:
@@ -154,13 +156,14 @@ class Firmware:
         op = self.op_cache.get(index)
         if op is None:
             op = d.CommonOpDesc.decode(self.deps_raw, index * d.CommonOpDesc.nbytes())
+            op.index = index
             if op.op_type not in ENGINES:
                 name = d.OP_NAMES[op.op_type] if op.op_type < len(d.OP_NAMES) else f"type {op.op_type}"
                 raise FirmwareError(f"op {index}: {name} operations are not supported by this firmware model "
                                     f"(engines: {', '.join(e.name for e in ENGINES.values())})")
-            if op.index != index:
-                raise FirmwareError(f"op {index}: its dla_common_op_desc says index {op.index}")
             self.op_cache[index] = op
+        if op_type is not None and op.op_type != op_type:
+            raise FirmwareError(f"{what}: op {index} is {d.OP_NAMES[op.op_type]}, expected {d.OP_NAMES[op_type]}")
         return op
 
     def _where(self, op: d.Struct) -> str:
@@ -224,11 +227,10 @@ class Firmware:
             self.log(f"program {self._where(op)} group {g.id}: {len(p.writes)} writes")
         # the consumers are resolved now (dla_get_op_desc validates them)
         for i, c in enumerate(op.consumers):
-            self.get_op(c.index, f"{self._where(op)} consumer[{d.OP_NAMES[i]}]")
-        parent = self.get_op(op.fused_parent.index, f"{self._where(op)} fused_parent")
-        if parent is not None and parent.op_type != op.op_type - 1:
-            raise FirmwareError(f"{self._where(op)}: fused parent op {parent.index} is "
-                                f"{d.OP_NAMES[parent.op_type]}, expected {d.OP_NAMES[op.op_type - 1]}")
+            self.get_op(c.index, f"{self._where(op)} consumer[{d.OP_NAMES[i]}]", i)
+        if op.fused_parent.index != -1 and op.op_type == 0:
+            raise FirmwareError(f"{self._where(op)}: BDMA ops have no fused parent")
+        self.get_op(op.fused_parent.index, f"{self._where(op)} fused_parent", op.op_type - 1)
         g.pending = False
         await self.update_consumers(op, d.EVENT_OP_PROGRAMMED)
         g.programming = False
@@ -259,6 +261,8 @@ class Firmware:
             if c.index == -1 or c.event != event:
                 continue
             target = self.get_op(c.index, f"{self._where(op)} consumer")
+            if target is None:
+                continue
             if target.dependency_count == 0:
                 raise FirmwareError(f"{self._where(op)}: consumer op {target.index} has dependency_count 0 "
                                     "but is signalled again (inconsistent dependency graph)")
@@ -272,10 +276,7 @@ class Firmware:
         index = proc.tail_op.consumers[proc.engine.op_type].index
         if index == -1:
             return
-        nxt = self.get_op(index, f"{self._where(proc.tail_op)} next {proc.engine.name} op")
-        if nxt.op_type != proc.engine.op_type:
-            raise FirmwareError(f"{self._where(proc.tail_op)}: its next {proc.engine.name} op {index} is "
-                                f"{d.OP_NAMES[nxt.op_type]}")
+        nxt = self.get_op(index, f"{self._where(proc.tail_op)} next {proc.engine.name} op", proc.engine.op_type)
         await self.submit(proc, nxt)
 
     async def complete(self, proc: _Processor, g: Group) -> None:
@@ -304,7 +305,7 @@ class Firmware:
         for t, head in enumerate(self.net.op_head):
             if head == -1:
                 continue
-            op = self.get_op(head, f"op_head[{d.OP_NAMES[t]}]")
+            op = self.get_op(head, f"op_head[{d.OP_NAMES[t]}]", t)
             proc = self.procs[op.op_type]
             await self.submit(proc, op)
             await self.dequeue(proc)
