@@ -46,12 +46,13 @@ def run_nvdla(args: argparse.Namespace) -> int:
             per = ", ".join(f"{k} {v} (max {s.max_in_flight.get(k, 0)} in flight)" for k, v in s.ops.items())
             print(f"  task {t.task}: {s.seconds * 1e3:.1f} ms, {per}; {s.writes} register writes, "
                   f"{s.reads} reads, {s.interrupts} interrupts")
-    dimgs = [o.dimg() for o in result.outputs] if args.dimg else []
+    native = hw.atom_elements() if args.dimg_format == "native" else None
+    dimgs = net.dimgs(result, native) if args.dimg else []
     for i, o in enumerate(result.outputs):
         t = o.tensor
         digest = f", dimg md5 {hashlib.md5(dimgs[i]).hexdigest()}" if dimgs else ""
         print(f"  output {i} {t.name!r}: {t.c}x{t.h}x{t.w}, {t.size} bytes{digest}")
     if args.dimg:
-        paths = net.write_dimgs(result, Path(args.dimg))
+        paths = net.write_dimgs(dimgs, Path(args.dimg))
         print(f"Wrote {len(paths)} DIMG file(s) to {args.dimg}")
     return 0

@@ -52,9 +52,13 @@ class Output:
     data: bytes  # the tensor's buffer (tensor size bytes at its memory offset)
     tensor: fbs.TensorDesc
 
-    def dimg(self) -> bytes:
+    def dimg(self, native_atom: int | None = None) -> bytes:
+        """NVDLA's runtime's DIMG of this output; with ``native_atom`` (the hardware's int8 channels per
+        atom), int8 features are dumped with their real interleave instead of NVDLA's fixed 32."""
         t = self.tensor
         fmt = surface_format(t.pixel_format, t.data_type)
+        if native_atom is not None and fmt == "D_F8_CxHWx_x32_I":
+            fmt = {8: "D_F8_CxHWx_x8_I", 32: "D_F8_CxHWx_x32_I"}.get(native_atom, fmt)
         return encode_dimg(self.data, fmt, t.c, t.h, t.w, t.strides[1], t.strides[2], t.size)
 
 
@@ -219,15 +223,19 @@ class NvdlaNetwork:
     def run(self, target: Target, **kw) -> RunResult:
         return asyncio.run(self.run_async(target, **kw))
 
-    def write_dimgs(self, result: RunResult, outdir: Path | str) -> list[Path]:
-        """o_000000.dimg, o_000001.dimg, ... in output order; every file written whole (temp + rename)."""
-        outdir = Path(outdir)
+    def dimgs(self, result: RunResult, native_atom: int | None = None) -> list[bytes]:
         blobs = []
         for out in result.outputs:
             try:
-                blobs.append(out.dimg())
+                blobs.append(out.dimg(native_atom))
             except DimgError as exc:
-                raise self._fail(f"output {out.name!r}: {exc}") from None
+                hint = "" if native_atom else "; --dimg-format native dumps it with the hardware's own atom"
+                raise self._fail(f"output {out.name!r}: {exc}{hint}") from None
+        return blobs
+
+    def write_dimgs(self, blobs: list[bytes], outdir: Path | str) -> list[Path]:
+        """o_000000.dimg, o_000001.dimg, ... in output order; every file written whole (temp + rename)."""
+        outdir = Path(outdir)
         outdir.mkdir(parents=True, exist_ok=True)
         paths = []
         for i, blob in enumerate(blobs):
