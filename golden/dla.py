@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from golden.config import HwConfig
+from golden.dma import Traffic
 from golden.engines import ENGINES, Engine, OpContext, load_engines
 from golden.errors import ConfigError, RegisterError, UnsupportedError
 from golden.memory import Memory
@@ -137,6 +138,8 @@ class Dla:
         self._cfgrom = cfgrom_values(hw) if "CFGROM" in self.map.bases else {}
         #: Completed operations, in order: (engine names of the chain, {unit: group}).
         self.history: list[tuple[tuple[str, ...], dict[str, int]]] = []
+        #: Set to count the bytes each engine reads and writes (profiling); None costs nothing.
+        self.traffic: Traffic | None = None
 
     # ---- CSB access -----------------------------------------------------------------------------
     def _register_at(self, addr: int) -> tuple[UnitState, Register]:
@@ -313,7 +316,7 @@ class Dla:
         for eng in chain:
             ctx = OpContext(
                 hw=self.hw,
-                mem=self.mem,
+                mem=self.mem if self.traffic is None else self.traffic.memory(self.mem, eng.name),
                 regs=views,
                 flying_input=data,
                 lut={u: self.units[u].lut for u in eng.lut_units},

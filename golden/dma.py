@@ -98,3 +98,84 @@ def check_fits(layout: CubeLayout, view: RegView, side: str) -> None:
             f"{layout.surf_stride} bytes makes the {layout.surfaces} surfaces of a "
             f"{layout.height}x{layout.width} cube (line stride {layout.line_stride}) overlap",
         )
+
+
+# ---- traffic counters (profiling; off unless a Dla's ``traffic`` is set) ---------------------------------
+class Traffic:
+    """Bytes read and written in memory, by engine. ``Dla.traffic`` set to one makes every engine see its
+    memory through ``CountedMemory``, so what the engines' DMAs move is counted where they access memory
+    (whole atoms of a cube, operands, weights); with it unset (the default) nothing is wrapped or counted.
+    ``engine`` labels accesses made through a ``CountedSpace`` bound to no engine (an RTL's AXI port: the
+    runtime sets the label of the operation it is running)."""
+
+    def __init__(self) -> None:
+        self.engine: str | None = None
+        self.read: dict[str, int] = {}
+        self.written: dict[str, int] = {}
+
+    def count(self, engine: str | None, read: int = 0, written: int = 0) -> None:
+        key = engine or self.engine or "other"
+        if read:
+            self.read[key] = self.read.get(key, 0) + read
+        if written:
+            self.written[key] = self.written.get(key, 0) + written
+
+    def snapshot(self) -> tuple[dict[str, int], dict[str, int]]:
+        return dict(self.read), dict(self.written)
+
+    def since(self, before: tuple[dict[str, int], dict[str, int]]) -> tuple[dict[str, int], dict[str, int]]:
+        """(read, written) per engine since ``before`` (a ``snapshot``), engines that moved nothing left out."""
+        def diff(now: dict[str, int], old: dict[str, int]) -> dict[str, int]:
+            return {k: v - old.get(k, 0) for k, v in now.items() if v != old.get(k, 0)}
+
+        return diff(self.read, before[0]), diff(self.written, before[1])
+
+    def memory(self, mem: Memory, engine: str) -> CountedMemory:
+        return CountedMemory(mem, self, engine)
+
+
+class CountedSpace:
+    """An AddressSpace whose bulk accesses are counted in a ``Traffic`` (one add per access, numpy sizes)."""
+
+    def __init__(self, space: AddressSpace, traffic: Traffic, engine: str | None = None) -> None:
+        self.space, self.traffic, self.engine = space, traffic, engine
+        self.name = space.name
+
+    def gather(self, base: int, offsets: np.ndarray) -> np.ndarray:
+        out = self.space.gather(base, offsets)
+        self.traffic.count(self.engine, read=out.size)
+        return out
+
+    def scatter(self, base: int, offsets: np.ndarray, values: np.ndarray) -> None:
+        self.space.scatter(base, offsets, values)
+        self.traffic.count(self.engine, written=int(np.size(offsets)))
+
+    def read(self, addr: int, size: int) -> np.ndarray:
+        self.traffic.count(self.engine, read=size)
+        return self.space.read(addr, size)
+
+    def read_bytes(self, addr: int, size: int) -> bytes:
+        self.traffic.count(self.engine, read=size)
+        return self.space.read_bytes(addr, size)
+
+    def write(self, addr: int, data) -> None:
+        self.space.write(addr, data)
+        self.traffic.count(self.engine, written=data.nbytes if isinstance(data, np.ndarray) else len(data))
+
+    def __getattr__(self, name: str):  # fill, crc32, allocated_bytes: not engine traffic
+        return getattr(self.space, name)
+
+
+class CountedMemory:
+    """A Memory whose address spaces count into ``traffic`` under ``engine`` (what one engine sees)."""
+
+    RAM_CV, RAM_MC = Memory.RAM_CV, Memory.RAM_MC
+
+    def __init__(self, mem: Memory, traffic: Traffic, engine: str) -> None:
+        self.mem, self.traffic, self.engine = mem, traffic, engine
+
+    def space(self, ram_type: int | str = 1) -> CountedSpace:
+        return CountedSpace(self.mem.space(ram_type), self.traffic, self.engine)
+
+    def __getattr__(self, name: str):
+        return getattr(self.mem, name)

@@ -2,9 +2,9 @@
 loadable on inputs), ``inspect`` (what a loadable holds).
 
 Exit status: 0 when nothing failed, 1 when a trace failed or errored, 2 for bad input (a malformed
-trace or loadable, a model the compiler refuses, a missing path, a bad input array, bad arguments). User
-errors print one line, never a traceback; files named by -o/--output/--emit-trace appear whole or not at
-all.
+trace or loadable, a model the compiler refuses, a missing path, a bad input array or image, bad arguments).
+User errors print one line, never a traceback; files named by -o/--output/--emit-trace/--rawdump appear
+whole or not at all.
 """
 from __future__ import annotations
 
@@ -22,6 +22,17 @@ from typing import Callable, Iterator
 import numpy as np
 
 from golden.config import PRESETS
+from runtime.inputs import (
+    IMAGE_SUFFIXES,
+    InputError,
+    Preprocess,
+    check_rawdump_dir,
+    gather_inputs,
+    load_array,
+    parse_mean,
+    parse_normalize,
+    write_rawdump,
+)
 from runtime.trace import find_traces
 from runtime.suite import (
     BATCH_TARGETS,
@@ -156,13 +167,14 @@ class UserError(Exception):
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [UserError]
+    errors: list[type[BaseException]] = [UserError, InputError]
     try:  # a broken install must still end in one line, not in a traceback from this except clause
         from compiler.errors import CompileError
         from runtime.loadable import ExecutionError, LoadableError
+        from runtime.nvdla.run import NvdlaRunError
     except ImportError:
-        return (UserError, ImportError)
-    return (*errors, CompileError, LoadableError, ExecutionError)
+        return (UserError, InputError, ImportError)
+    return (*errors, CompileError, LoadableError, ExecutionError, NvdlaRunError)
 
 
 def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -191,51 +203,7 @@ def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
 
 def _load_array(path: Path) -> np.ndarray | dict[str, np.ndarray]:
     """A .npy array (or the arrays of a .npz by name), with the file named in any error."""
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise UserError(f"{path}: not a .npy/.npz array ({exc})") from None
-    if isinstance(data, np.lib.npyio.NpzFile):
-        with data:
-            return {k: data[k] for k in data.files}
-    if not np.issubdtype(data.dtype, np.number):
-        raise UserError(f"{path}: holds {data.dtype} values, not numbers")
-    return data
-
-
-def _gather_inputs(specs: list[str], names: list[str]) -> dict[str, np.ndarray]:
-    """``--input X.npy`` fills the network's inputs in order; ``--input NAME=X.npy`` names one; a .npz
-    names its arrays itself."""
-    given: dict[str, np.ndarray] = {}
-    unnamed: list[Path] = []
-    for spec in specs:
-        name, sep, rest = spec.partition("=")
-        if sep and name in names:
-            if name in given:
-                raise UserError(f"--input {spec}: input {name!r} given twice")
-            arr = _load_array(Path(rest))
-            if isinstance(arr, dict):
-                raise UserError(f"--input {spec}: a named input needs a .npy array")
-            given[name] = arr
-        elif sep and not Path(spec).exists():
-            raise UserError(f"--input {spec}: the network has no input {name!r} (inputs: {', '.join(names)})")
-        else:
-            unnamed.append(Path(spec))
-    for path in unnamed:
-        arr = _load_array(path)
-        if isinstance(arr, dict):
-            for k, v in arr.items():
-                if k not in names:
-                    raise UserError(f"{path}: array {k!r} is no input of the network (inputs: {', '.join(names)})")
-                given[k] = v
-            continue
-        free = [n for n in names if n not in given]
-        if not free:
-            raise UserError(f"--input {path}: every input of the network ({', '.join(names)}) is already given")
-        given[free[0]] = arr
-    return given
+    return load_array(path)
 
 
 def _atomic_write(path: Path, write: Callable[[object], None]) -> None:
@@ -324,38 +292,81 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _topk_lines(name: str, y: np.ndarray, k: int) -> Iterator[str]:
+def _topk_lines(name: str, y: np.ndarray, k: int, labels: list[str] | None = None) -> Iterator[str]:
+    """Per sample: the K best class indices with their scores (and the image the sample came from)."""
     flat = y.reshape(y.shape[0], -1) if y.ndim > 1 else y.reshape(1, -1)
     k = min(k, flat.shape[1])
     order = np.argsort(-flat, axis=1, kind="stable")[:, :k]
     for i, (idx, row) in enumerate(zip(order, flat)):
         picks = ", ".join(f"{int(j)} ({row[j]:.4f})" for j in idx)
-        yield f"{name}[{i}] top-{k}: {picks}"
+        source = f"  [{labels[i]}]" if labels and i < len(labels) else ""
+        yield f"{name}[{i}] top-{k}: {picks}{source}"
 
 
 @_guarded
 def cmd_run(args: argparse.Namespace) -> int:
     from runtime.executor import load
+    from runtime.nvdla.cli import run_nvdla
+    from runtime.nvdla.run import is_nvdla_loadable
 
+    try:
+        with open(args.loadable, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        load(args.loadable)  # the loadable reader words the error (no such file, ...)
+        raise
+    if is_nvdla_loadable(head):
+        return run_nvdla(args)
+    for opt in ("config", "dimg"):  # NVDLA-loadable options
+        if getattr(args, opt):
+            raise UserError(f"--{opt} applies to NVDLA loadables (.nvdla); {args.loadable} is a dla loadable")
+    if not args.input:
+        raise UserError("--input is required (an array, image or directory per network input)")
     if args.topk is not None and args.topk <= 0:
         raise UserError(f"--topk {args.topk}: needs a positive number")
+    sim = args.target in BATCH_TARGETS
+    sim_only = [f"--{o.replace('_', '-')}" for o in (*_SIM_OPTIONS, "fallback") if getattr(args, o) not in (None, [])]
+    if sim_only and not sim:
+        raise UserError(f"{', '.join(sim_only)} only appl{'ies' if len(sim_only) == 1 else 'y'} to "
+                        f"--target {'|'.join(BATCH_TARGETS)}")
+    try:
+        rtl_run = dict(rtl_options=_sim_options(args), fallback=args.fallback, report=print) if sim else {}
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    pre = Preprocess(mean=None if args.mean is None else parse_mean(args.mean),
+                     normalize=None if args.normalize is None else parse_normalize(args.normalize), bgr=args.bgr)
+    rawdump = check_rawdump_dir(Path(args.rawdump)) if args.rawdump else None
     net = load(args.loadable)
     out = Path(args.output) if args.output else None
     if out is not None and out.suffix != ".npz" and len(net.outputs) > 1:
         raise UserError(f"--output {out}: the network has {len(net.outputs)} outputs ({', '.join(net.outputs)}); "
                         "name a .npz file to get them all by name")
-    inputs = _gather_inputs(args.input, net.inputs)
+    given = gather_inputs(args.input, net.input_shapes(), pre)
+    inputs = given.arrays
+    from runtime.executor import TargetRunError
+    from runtime.profile import Profile
+
+    profile = Profile() if args.profile or sim else None
     start = time.perf_counter()
-    results = net.run(inputs, target=args.target)
+    try:
+        results = net.run(inputs, target=args.target, profile=profile, **rtl_run)
+    except TargetSetupError as exc:  # no simulator, no RTL: the user's setup
+        raise UserError(str(exc)) from None
+    except TargetRunError as exc:  # the DUT failed (build error, hang): a failure, not bad input
+        print(f"dla: {exc}", file=sys.stderr)
+        return 1
     seconds = time.perf_counter() - start
     batch = next(iter(results.values())).shape[0] if results else 0
+    cycles = profile.totals()["cycles"] if profile is not None and sim else None
     print(f"Ran {args.loadable} on {args.target}: {_count(batch, 'sample')}, {_count(len(net.msg.tasks), 'task')} "
-          f"in {seconds:.2f} s")
+          f"in {seconds:.2f} s{f' ({cycles:,} simulated cycles)' if cycles is not None else ''}")
+    if args.profile:
+        print(profile.table())
     for name, y in results.items():
         print(f"  {name}: {tuple(y.shape)} float32, min {float(y.min()):.4g}, max {float(y.max()):.4g}")
     if args.topk:
         first = net.outputs[0]
-        for line in _topk_lines(first, results[first], args.topk):
+        for line in _topk_lines(first, results[first], args.topk, given.labels):
             print(line)
     if out is not None:
         if out.suffix == ".npz":
@@ -363,6 +374,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             _atomic_write(out, lambda f: np.save(f, results[net.outputs[0]]))
         print(f"Wrote {out}")
+    if rawdump is not None:
+        count = write_rawdump(rawdump, net, results, loadable=str(args.loadable))
+        print(f"Wrote {_count(count, 'raw dump file')} to {rawdump} (listed in {rawdump / 'index.json'})")
     return 0
 
 
@@ -483,12 +497,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a loadable on inputs and print or save its outputs")
     r.add_argument("loadable", metavar="OUT.dla")
-    r.add_argument("--input", action="append", required=True, metavar="[NAME=]X.npy",
-                   help="float NCHW input (.npy, or .npz keyed by input name); repeat for several inputs")
+    r.add_argument("--input", action="append", metavar="[NAME=]PATH",
+                   help="float NCHW input (.npy, or .npz keyed by input name), or an 8-bit image "
+                        f"({', '.join(IMAGE_SUFFIXES)}) or a directory of them, one sample each, batched in order; "
+                        "repeat for several inputs or images")
     r.add_argument("--output", metavar="Y.npy",
                    help="write the float32 outputs: .npy for one output, .npz (keyed by name) for several")
-    r.add_argument("--target", default="golden", help="target to run on (default golden)")
+    r.add_argument("--target", default="golden",
+                   help=f"target to run on (default golden; simulators: {', '.join(BATCH_TARGETS)})")
+    r.add_argument("--profile", action="store_true",
+                   help="print per task: wall time, simulated cycles (RTL), operations and DMA bytes per engine")
     r.add_argument("--topk", type=int, metavar="K", help="print the top K classes of the first output per sample")
+    r.add_argument("--rawdump", metavar="DIR",
+                   help="write every output of every sample raw to DIR (.f32, .int8, .dimg files; index.json)")
+    nv = r.add_argument_group("NVDLA loadables (flatbuffer .nvdla files from NVDLA's compiler)")
+    nv.add_argument("--config", choices=sorted(PRESETS), help="hardware config the loadable is for (required)")
+    nv.add_argument("--dimg", metavar="OUTDIR", help="write the outputs as NVDLA DIMG files o_000000.dimg, ...")
+    nv.add_argument("--dimg-format", choices=("nvdla", "native"), default="nvdla",
+                    help="nvdla (default): exactly NVDLA's runtime, which interleaves int8 features by 32 channels "
+                         "whatever the hardware (md5-comparable with its goldens); native: the hardware's atom")
+    nv.add_argument("--descriptor-layout", choices=("auto", "legacy", "current"), default="auto",
+                    help="kmd descriptor layout: legacy has no dla_data_cube.offset (default: from the blobs' "
+                         "firmware version, < 0.12 is legacy)")
+    img = r.add_argument_group("image inputs (pixels 0..255 become (pixel - mean) / normalize)")
+    img.add_argument("--mean", metavar="M[,M,M]",
+                     help="subtracted per channel, in the input's channel order (one value, or one per channel; "
+                          "write --mean=-1,2,3 for a leading minus)")
+    img.add_argument("--normalize", metavar="V", help="divide by V (> 0) after the mean (default 1)")
+    img.add_argument("--bgr", action="store_true", help="feed colour images as B, G, R (default R, G, B)")
+    rsim = r.add_argument_group("simulator targets (--target icarus|verilator; the DUT is built as for dla trace)")
+    rsim.add_argument("--fallback", choices=("golden",),
+                      help="run operations needing engines the DUT lacks on the golden model (default: refuse)")
+    rsim.add_argument("--rtl-filelist", metavar="F", help="build this RTL (simulator file list) instead of rtl/")
+    rsim.add_argument("--toplevel", metavar="T", help="top module (default NV_nvdla, or the file list's --top-module)")
+    rsim.add_argument("--define", action="append", metavar="K=V", help="Verilog define (repeatable)")
+    rsim.add_argument("--sim-arg", action="append", metavar="ARG", help="extra simulator build option (repeatable)")
+    rsim.add_argument("--timeout-cycles", type=int, metavar="N",
+                      help="budget of each DLA operation in clock cycles (default scales with its data)")
+    rsim.add_argument("--reset-idle-cycles", type=int, metavar="N",
+                      help="idle cycles after reset (default 64 for rtl/, 8192 with --rtl-filelist)")
     r.set_defaults(func=cmd_run)
 
     i = sub.add_parser("inspect", help="print what a loadable holds: regions, tensors, tasks, memory plan")

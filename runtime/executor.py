@@ -5,33 +5,44 @@ same code. A loadable is compiled for a freshly reset DLA (every unit's ping-pon
 on a target that already ran something the executor re-bases the groups (see ``_Groups``), so the same
 network can run many times on one simulated DUT. ``Network.emit_trace`` turns each DLA task into a
 self-contained NVDLA ``.cfg`` trace, so a compiled network becomes a test for any target.
+
+Simulators (``target="verilator"|"icarus"``) run the whole network in one cocotb simulation
+(``tb.network``, found by module name as ``runtime.suite`` finds trace suites, so ``runtime`` never imports
+``tb``). There a second, fallback Target may run the operations whose engines the DUT lacks: it must
+share the main target's memory (a golden ``Dla`` over the RTL's ``Memory``), and each target keeps its
+own ping-pong re-basing, updated whenever the other one runs an operation (see ``_Execution``).
 """
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import re
 import shutil
 import tempfile
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
 from compiler.proto import loadable_pb2 as pb
 from golden.config import HwConfig, get_config
+from golden.engines import engine_of_unit
 from golden.errors import DlaError
 from golden.layout import CubeLayout
 from golden.regs import register_map
 from runtime.cpu_ops import Kernel, run_cpu_task
 from runtime.loadable import ExecutionError, LoadableError, feature_span, read_loadable, surfaces
 from runtime.player import DEFAULT_TIMEOUT_NS
+from runtime.profile import OpProfile, Profile, target_label, traffic_of
 from runtime.target import InterruptTimeout, Target
 from runtime.trace import write_dat
 
-__all__ = ["ExecutionError", "LoadableError", "Network", "load", "place_regions", "quantize", "dequantize"]
+__all__ = ["ExecutionError", "LoadableError", "Network", "TargetRunError", "load", "place_regions", "quantize",
+           "dequantize"]
 
 #: Where regions are placed: primary DRAM (ram_type 1) and CV-SRAM (ram_type 0).
 DRAM_BASE = 0x8000_0000
@@ -49,6 +60,15 @@ INTR_SOURCES: dict[int, tuple[str, str]] = {
 
 #: progress(done, total, task) after every task.
 Progress = Callable[[int, int, pb.Task], None]
+#: Simulator targets and the module that runs a whole network on one (``run_network``).
+NETWORK_TARGETS: dict[str, str] = {"icarus": "tb.network", "verilator": "tb.network"}
+#: An operation: (task id, index of the op in its task).
+OpKey = tuple[int, int]
+
+
+class TargetRunError(Exception):
+    """A simulated target did not run the network (DUT build failure, hang, AXI protocol violation,
+    testbench error): not the user's input, so ``dla run`` exits 1."""
 
 
 # ---- quantization and the NVDLA feature layout ---------------------------------------------------------
@@ -136,6 +156,31 @@ class Network:
                         self.pointer_units[self.regmap.address(unit, "S_POINTER")] = unit
         self.intr_status_addr = self.regmap.address("GLB", "S_INTR_STATUS")
 
+    def dla_ops(self) -> list[tuple[pb.Task, int, pb.DlaOp]]:
+        """Every DLA operation: (its task, its index in the task, the op)."""
+        return [(task, i, op) for task in self.msg.tasks if task.WhichOneof("kind") == "dla"
+                for i, op in enumerate(task.dla.ops)]
+
+    def op_units(self, op: pb.DlaOp) -> list[str]:
+        """Units the op's register program starts (D_OP_ENABLE with OP_EN=1), in program order: each
+        toggles its ping-pong CONSUMER group when the op completes."""
+        units: list[str] = []
+        for w in op.writes:
+            reg = self.regmap.lookup(w.addr)
+            if reg is not None and reg.name == "D_OP_ENABLE" and w.value & 1 and reg.unit not in units:
+                units.append(reg.unit)
+        return units
+
+    def op_engines(self, op: pb.DlaOp) -> tuple[str, ...]:
+        """Golden engines the op runs (``CONV``, ``SDP``, ``PDP``, ``CDP``), from the units it starts."""
+        engines: list[str] = []
+        for unit in self.op_units(op):
+            eng = engine_of_unit(unit)
+            name = eng.name if eng is not None else unit
+            if name not in engines:
+                engines.append(name)
+        return tuple(engines)
+
     def _pingpong_unit(self, addr: int) -> str | None:
         reg = self.regmap.lookup(addr)
         if reg is None or self.regmap.unit(reg.unit).op_enable_offset is None:
@@ -219,39 +264,62 @@ class Network:
         factory = TARGETS.get(target)
         if factory is None:
             raise ExecutionError(f"target {target!r} cannot run loadables by name (in-process targets: "
-                                 f"{', '.join(TARGETS)}); simulators pass a Target instance to Network.run_async")
+                                 f"{', '.join(TARGETS)}; simulators: {', '.join(NETWORK_TARGETS)}); other "
+                                 "targets pass a Target instance to Network.run_async")
         return lambda: factory(self.hw)
 
     def run(self, inputs: Mapping[str, np.ndarray] | np.ndarray, *, target: str | Target = "golden",
-            progress: Progress | None = None, timeout_ns: int = DEFAULT_TIMEOUT_NS) -> dict[str, np.ndarray]:
-        """Run on float NCHW inputs; returns the dequantized float32 outputs by name. A named target gets
-        a fresh instance per sample; a Target instance is reused (its ping-pong state is re-based)."""
+            progress: Progress | None = None, timeout_ns: int = DEFAULT_TIMEOUT_NS,
+            profile: Profile | None = None, raw: bool = False, fallback: str | None = None,
+            rtl_options: Mapping | None = None, report: Callable[[str], None] | None = None
+            ) -> dict[str, np.ndarray]:
+        """Run on float NCHW inputs; returns the dequantized float32 outputs by name (``raw``: FEATURE outputs
+        as the int8 values the target wrote, in the model's shape). A named in-process target gets a fresh
+        instance per sample; a Target instance is reused (its ping-pong state is re-based). A simulator
+        name (``verilator``, ``icarus``) runs every sample in one simulation of the DUT ``rtl_options``
+        describe (``tb.suite.RtlOptions``); ``fallback="golden"`` runs the operations whose engines the DUT
+        lacks on the golden model instead of refusing them; ``report`` hears the split. There budgets are
+        ``rtl_options``' cycles (not ``timeout_ns``) and ``progress`` is not called. ``profile`` collects
+        per-operation timings, engine operations and DMA bytes (``runtime.profile``)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             pass
         else:
             raise ExecutionError("Network.run called inside an event loop (cocotb?); await Network.run_async instead")
+        if isinstance(target, str) and target in NETWORK_TARGETS:
+            module = importlib.import_module(NETWORK_TARGETS[target])
+            return module.run_network(self, inputs, simulator=target, options=rtl_options, fallback=fallback,
+                                      profile=profile, raw=raw, report=report)
+        if fallback is not None:
+            raise ExecutionError(f"fallback {fallback!r}: only simulator targets ({', '.join(NETWORK_TARGETS)}) "
+                                 "lack engines to fall back from")
         samples = self.split_samples(inputs)
         make = self._target_factory(target)
 
         async def main() -> list[dict[str, np.ndarray]]:
             outs = []
             for i, sample in enumerate(samples):
-                ex = _Execution(self, make(), timeout_ns, progress, (i, len(samples)))
-                outs.append(await ex.run(sample))
+                ex = _Execution(self, make(), timeout_ns, progress, (i, len(samples)), profile=profile)
+                outs.append(await ex.run(sample, raw=raw))
             return outs
 
         return self._stack(asyncio.run(main()))
 
     async def run_async(self, inputs: Mapping[str, np.ndarray] | np.ndarray, *, target: Target,
-                        progress: Progress | None = None, timeout_ns: int = DEFAULT_TIMEOUT_NS
-                        ) -> dict[str, np.ndarray]:
-        """``run`` inside an event loop (cocotb) on one Target instance."""
+                        progress: Progress | None = None, timeout_ns: int = DEFAULT_TIMEOUT_NS,
+                        profile: Profile | None = None, raw: bool = False, fallback: Target | None = None,
+                        on_fallback: Collection[OpKey] = ()) -> dict[str, np.ndarray]:
+        """``run`` inside an event loop (cocotb) on one Target instance. The ops in ``on_fallback``
+        ((task id, op index) pairs) run on ``fallback``, which must share ``target``'s memory."""
+        if on_fallback and fallback is None:
+            raise ExecutionError("operations are assigned to a fallback target, but none is given")
         samples = self.split_samples(inputs)
         outs = []
         for i, sample in enumerate(samples):
-            outs.append(await _Execution(self, target, timeout_ns, progress, (i, len(samples))).run(sample))
+            ex = _Execution(self, target, timeout_ns, progress, (i, len(samples)), profile=profile,
+                            fallback=fallback, on_fallback=on_fallback)
+            outs.append(await ex.run(sample, raw=raw))
         return self._stack(outs)
 
     # ---- traces --------------------------------------------------------------------------------------
@@ -334,11 +402,18 @@ class _Execution:
     """One sample of a network on one Target."""
 
     def __init__(self, net: Network, target: Target, timeout_ns: int, progress: Progress | None,
-                 sample: tuple[int, int], record: bool = False) -> None:
+                 sample: tuple[int, int], record: bool = False, profile: Profile | None = None,
+                 fallback: Target | None = None, on_fallback: Collection[OpKey] = ()) -> None:
         self.net, self.target, self.timeout_ns = net, target, timeout_ns
         self.progress, self.sample = progress, sample
         self.host: dict[str, np.ndarray] = {}
-        self.flip: dict[str, int] = {}
+        self.profile = profile
+        self.fallback = fallback
+        self.on_fallback = frozenset(on_fallback) if fallback is not None else frozenset()
+        self.targets: list[Target] = [target] + ([fallback] if fallback is not None else [])
+        #: Per target (by id): unit -> 1 where the target's CONSUMER group differs from the loadable's.
+        self.flips: dict[int, dict[str, int]] = {id(t): {} for t in self.targets}
+        self.flip = self.flips[id(target)]
         self.record = record
         self.records: list[_TaskRecord] = []
         self._current: _TaskRecord | None = None
@@ -406,9 +481,13 @@ class _Execution:
             await self.write_feature(name, quantize(x, t.scale))
 
     # ---- tasks -------------------------------------------------------------------------------------
-    async def run(self, sample: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    async def run(self, sample: Mapping[str, np.ndarray], raw: bool = False) -> dict[str, np.ndarray]:
         await self.load_regions()
-        await self.rebase_groups()
+        if self.fallback is None:
+            await self.rebase_groups()
+        else:
+            for tgt in self.targets:
+                await self.rebase_groups(tgt, self._units_on(tgt))
         for name, x in sample.items():
             await self.write_float(name, x, f"input {name!r}")
         tasks = self.net.msg.tasks
@@ -425,33 +504,65 @@ class _Execution:
             done.add(task.id)
             if self.progress is not None:
                 self.progress(index * len(tasks) + i + 1, count * len(tasks), task)
-        return {name: await self.read_float(name) for name in self.net.msg.outputs}
+        read = self.read_raw if raw else self.read_float
+        return {name: await read(name) for name in self.net.msg.outputs}
 
-    async def rebase_groups(self) -> None:
+    async def read_raw(self, name: str) -> np.ndarray:
+        """An output as the target left it: FEATURE tensors as int8 in the model's shape, HOST as float."""
+        t = self.net.tensors[name]
+        if t.storage == pb.Tensor.HOST:
+            return await self.read_float(name)
+        q = await self.read_feature(name)
+        return q.reshape(tuple(t.shape) or q.shape)
+
+    def _units_on(self, target: Target) -> list[str]:
+        """Ping-pong units the ops assigned to ``target`` program."""
+        units: list[str] = []
+        for task, i, op in self.net.dla_ops():
+            if self._target_of(task, i) is target:
+                for w in op.writes:
+                    unit = self.net.pointer_units.get(w.addr)
+                    if unit is not None and unit not in units:
+                        units.append(unit)
+        return units
+
+    def _target_of(self, task: pb.Task, index: int) -> Target:
+        return self.fallback if (task.id, index) in self.on_fallback else self.target
+
+    async def rebase_groups(self, target: Target | None = None, units: Sequence[str] | None = None) -> None:
         """The loadable assumes every ping-pong unit at CONSUMER 0 with PRODUCER 0 (a reset DLA). On a
         target whose unit sits at CONSUMER 1, swap groups: S_POINTER writes and the awaited done bits of
-        that unit are XORed with 1, and PRODUCER is first set to the CONSUMER group."""
+        that unit are XORed with 1, and PRODUCER is first set to the CONSUMER group. Only ``units`` (default:
+        every ping-pong unit the network programs) are read: a DUT need not answer for units it lacks."""
+        target = target if target is not None else self.target
+        flip = self.flips[id(target)]
         for addr, unit in self.net.pointer_units.items():
-            word = await self.target.read_reg(addr)
+            if units is not None and unit not in units:
+                continue
+            word = await target.read_reg(addr)
             producer, consumer = word & 1, (word >> 16) & 1
-            self.flip[unit] = consumer
+            flip[unit] = consumer
             if producer != consumer:
-                await self.target.write_reg(addr, consumer)
+                await target.write_reg(addr, consumer)
 
-    def _intr_bits(self, mask: int) -> list[int]:
+    def _intr_bits(self, mask: int, flip: Mapping[str, int] | None = None) -> list[int]:
+        flip = self.flip if flip is None else flip
         bits = []
         for bit in range(32):
             if mask >> bit & 1:
                 source = INTR_SOURCES.get(bit & ~1)
-                bits.append(bit ^ self.flip.get(source[1], 0) if source else bit)
+                bits.append(bit ^ flip.get(source[1], 0) if source else bit)
         return bits
 
     async def run_dla(self, task: pb.Task) -> None:
         if self.record:
             await self._before_dla(task)
-        for op in task.dla.ops:
+        for index, op in enumerate(task.dla.ops):
             where = f"task {task.id} ({task.name!r}) op {op.name!r}"
+            target = self._target_of(task, index)
+            flip = self.flips[id(target)]
             writes: list[tuple[int, int]] = []
+            measure = self._start_measure(target, op) if self.profile is not None else None
             try:
                 for w in op.writes:
                     value = w.value
@@ -459,26 +570,62 @@ class _Execution:
                         value = (self.placement.address(w.reloc.region, w.reloc.offset) >> w.reloc.shift) & 0xFFFFFFFF
                     unit = self.net.pointer_units.get(w.addr)
                     if unit is not None:
-                        value ^= self.flip.get(unit, 0)
-                    await self.target.write_reg(w.addr, value)
+                        value ^= flip.get(unit, 0)
+                    await target.write_reg(w.addr, value)
                     writes.append((w.addr, value))
-                bits = self._intr_bits(op.interrupt_mask)
+                bits = self._intr_bits(op.interrupt_mask, flip)
                 for bit in bits:
-                    await self.target.wait_interrupt(1 << bit, self.timeout_ns)
+                    await target.wait_interrupt(1 << bit, self.timeout_ns)
                 # GLB.S_INTR_STATUS is write-1-to-clear, as the player does for intr_notify
-                await self.target.write_reg(self.net.intr_status_addr, sum(1 << b for b in bits))
+                await target.write_reg(self.net.intr_status_addr, sum(1 << b for b in bits))
             except (InterruptTimeout, DlaError) as exc:
                 raise ExecutionError(f"{where}: {type(exc).__name__}: {exc}") from exc
+            if len(self.targets) > 1:
+                # the loadable's groups of the units this op started moved on; the other targets' did not
+                for other in self.targets:
+                    if other is not target:
+                        oflip = self.flips[id(other)]
+                        for unit in self.net.op_units(op):
+                            oflip[unit] = oflip.get(unit, 0) ^ 1
+            if measure is not None:
+                self._end_measure(measure, task, op.name, "dla")
             if self._current is not None:
                 self._current.ops.append((writes, bits))
         if self.record:
             await self._after_dla(task)
 
     async def run_cpu(self, task: pb.Task) -> None:
+        start = time.perf_counter()
         xs = [await self.read_float(n) for n in task.cpu.inputs]
         outs = run_cpu_task(task, xs, self.net.kernels)
         for name, y in zip(task.cpu.outputs, outs):
             await self.write_float(name, y, f"task {task.id} ({task.name!r})")
+        if self.profile is not None:
+            self.profile.add(OpProfile(self.sample[0], task.id, task.name, task.cpu.op, "cpu", "cpu", ("CPU",),
+                                       time.perf_counter() - start, 0 if self.profile.clock else None))
+
+    # ---- profiling ----------------------------------------------------------------------------------
+    def _start_measure(self, target: Target, op: pb.DlaOp) -> tuple:
+        assert self.profile is not None
+        engines = self.net.op_engines(op)
+        traffic = traffic_of(target, enable=True)
+        if traffic is not None:
+            traffic.engine = "+".join(engines)  # labels accesses a target cannot attribute (AXI ports)
+        clock = self.profile.clock
+        return (target, engines, traffic, traffic.snapshot() if traffic is not None else None,
+                clock() if clock is not None else None, time.perf_counter())
+
+    def _end_measure(self, measure: tuple, task: pb.Task, name: str, kind: str) -> None:
+        assert self.profile is not None
+        target, engines, traffic, snap, cycles, start = measure
+        seconds = time.perf_counter() - start
+        read = written = None
+        if traffic is not None:
+            traffic.engine = None
+            read, written = traffic.since(snap)
+        clock = self.profile.clock
+        self.profile.add(OpProfile(self.sample[0], task.id, task.name, name, kind, target_label(target), engines,
+                                   seconds, clock() - cycles if clock is not None else None, read, written))
 
     # ---- recording for traces ---------------------------------------------------------------------
     def _task_tensors(self, task: pb.Task) -> tuple[list[str], list[str]]:

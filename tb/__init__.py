@@ -10,5 +10,7 @@ Parts (each small, composed by ``bench.Testbench``):
 - ``trace_test``: the cocotb test module (one cocotb test per trace);
 - ``runner``: content-hashed builds and simulations over ``cocotb_tools.runner``;
 - ``suite``: ``dla trace --target icarus|verilator``;
+- ``network``, ``network_test``: ``dla run --target icarus|verilator`` (whole loadables, CFGROM probe,
+  golden fallback for missing engines) and its cocotb test module;
 - ``filelist``, ``results``: file lists and the job/result file formats.
 """

@@ -407,9 +407,12 @@ def _cocotb_failures(results_xml: Path) -> dict[str, str]:
     return out
 
 
-def simulate(build_: Build, jobs: JobFile, directory: Path, *, waves: bool = False) -> SimRun:
+def simulate(build_: Build, jobs: JobFile, directory: Path, *, waves: bool = False,
+             test_module: str = TEST_MODULE) -> SimRun:
     """Run one simulation of ``build_`` playing ``jobs`` in ``directory`` (created). Blocks until the
-    simulator exits; results appear in the job's result files while it runs."""
+    simulator exits; results appear in the job's result files while it runs. ``jobs`` is anything with
+    ``write(path)``: the cocotb ``test_module`` reads it back from ``./jobs.json`` (``tb.trace_test``
+    reads a ``JobFile``, ``tb.network_test`` a ``tb.network.NetworkJob``)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     waves = waves_requested(waves) and build_.waves
@@ -429,7 +432,7 @@ def simulate(build_: Build, jobs: JobFile, directory: Path, *, waves: bool = Fal
     code = 0
     try:
         runner.test(
-            test_module=TEST_MODULE, hdl_toplevel=build_.spec.toplevel, hdl_toplevel_lang="verilog",
+            test_module=test_module, hdl_toplevel=build_.spec.toplevel, hdl_toplevel_lang="verilog",
             build_dir=build_.directory, test_dir=directory, results_xml=str(results), extra_env=env,
             waves=waves, plusargs=plusargs, log_file=log, timescale=build_.spec.timescale,
         )

@@ -7,12 +7,15 @@ once, and the status register is read every ``poll_cycles`` as well, because tra
 bits (MASK = 0x3F03FC leaves only SDP on the line) yet still wait for them.
 
 ``activity`` and ``csb.last`` say what the target was doing, for reports on a DUT that hangs.
+``traffic`` (None unless ``count_traffic`` is called) counts the bytes the DUT moves on its AXI ports,
+labelled by the runtime with the engines of the operation it is running (``runtime.profile``).
 """
 from __future__ import annotations
 
 from cocotb.simtime import get_sim_time
 
 from golden.config import HwConfig
+from golden.dma import CountedSpace, Traffic
 from golden.memory import Memory
 from golden.regs import register_map
 from runtime.target import InterruptTimeout
@@ -34,6 +37,16 @@ class RtlTarget:
         self.regmap = register_map(hw.address_map)
         self.intr_status_addr = self.regmap.address("GLB", "S_INTR_STATUS")
         self.activity = "idle"
+        self.traffic: Traffic | None = None
+
+    def count_traffic(self, rams) -> Traffic:
+        """Count what the DUT reads and writes through ``rams`` (``tb.memory.DutMemory.rams``): their
+        storage views get a counting address space; the runtime's own backdoor accesses stay uncounted."""
+        self.traffic = Traffic()
+        for ram in rams.values():
+            view = ram.mem  # tb.memory.AddressSpaceView, the store AxiRam reads and writes
+            view.space = CountedSpace(view.space, self.traffic)
+        return self.traffic
 
     def register_name(self, addr: int) -> str:
         reg = self.regmap.lookup(addr)

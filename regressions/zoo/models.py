@@ -167,6 +167,14 @@ class NetBuilder:
         return self._add("MaxPool", [x], self._name("pool"), ("MaxPool", [], ir), kernel_shape=[kernel, kernel],
                          strides=[stride, stride], pads=[pad] * 4, ceil_mode=int(ceil))
 
+    def avg_pool(self, x: str, kernel: int, stride: int) -> str:
+        """Unpadded average pooling (floor and ceil sizes agree when the stride divides the span)."""
+        span = self.acts[x].shape[2] - kernel
+        assert span % stride == 0, "floor and ceil pooling sizes differ: Caffe would disagree"
+        ir = dict(kernel=(kernel, kernel), strides=(stride, stride), pads=(0, 0, 0, 0))
+        return self._add("AveragePool", [x], self._name("avgpool"), ("AveragePool", [], ir),
+                         kernel_shape=[kernel, kernel], strides=[stride, stride])
+
     def lrn(self, x: str, size: int = 5) -> str:
         attrs = dict(size=size, alpha=1e-4, beta=0.75, bias=1.0)
         return self._add("LRN", [x], self._name("norm"), ("LRN", [], attrs), **attrs)
@@ -241,6 +249,16 @@ def lenet(seed: int = 0) -> onnx.ModelProto:
     x = nb.flatten(x)
     x = nb.relu(nb.gemm(x, 500))
     return nb.model(nb.softmax(nb.classifier(x)))
+
+
+def poolnet(seed: int = 0) -> onnx.ModelProto:
+    """Only SDP (X1/X2, REG and MEM operands) and PDP layers, for RTL that has no convolution, 16x16x16: BN +
+    ReLU (SDP X1, per-channel operands from memory) -> maxpool 2 s2 -> BN + ReLU + residual add of the pooled
+    map (SDP X1 then X2 with a per-element operand) -> average pool 2 s2 -> 16x4x4."""
+    nb = NetBuilder("poolnet", seed, (16, 16, 16))
+    p = nb.max_pool(nb.relu(nb.bn("data")), 2, 2)
+    x = nb.add(nb.relu(nb.bn(p)), p)
+    return nb.model(nb.avg_pool(x, 2, 2))
 
 
 def _basic_block(nb: NetBuilder, x: str, k: int, stride: int) -> str:

@@ -220,6 +220,11 @@ class Firmware:
             mask = await self.target.read_reg(mask_addr)
             self.stats.reads += 1
             await self._write("GLB", "S_INTR_MASK", mask & ~bits)
+        for unit in e.idle_units:  # the group must not be running anything
+            status = await self.target.read_reg(self.regmap.address(unit, "S_STATUS"))
+            self.stats.reads += 1
+            if self.regmap.unit(unit).register("S_STATUS").field(f"STATUS_{g.id}").decode(status) != 0:
+                raise FirmwareError(f"{self._where(op)}: {unit} group {g.id} is not idle (S_STATUS {status:#x})")
         p = self._program(self._where(op))
         e.program(p, g)
         await self._run_program(p)
@@ -243,6 +248,8 @@ class Firmware:
             return  # not programmed yet: submit/complete enables it once it is
         if g.programming or g.active:
             return
+        if proc.engine.enable_poll is not None:
+            await self._poll(proc.engine.enable_poll, self._where(op))
         p = self._program(self._where(op))
         proc.engine.set_producer(p, g.id, g.rdma_id)
         proc.engine.enable(p, g)
@@ -255,6 +262,16 @@ class Firmware:
         live = sum(1 for x in proc.groups if x is not None and x.active)
         self.stats.max_in_flight[name] = max(self.stats.max_in_flight.get(name, 0), live)
         await self.update_consumers(op, d.EVENT_OP_ENABLED)
+
+    async def _poll(self, what: tuple[str, str, str], where: str, limit: int = 100_000) -> None:
+        unit, name, fld = what
+        addr = self.regmap.address(unit, name)
+        field_ = self.regmap.unit(unit).register(name).field(fld)
+        for _ in range(limit):
+            self.stats.reads += 1
+            if field_.decode(await self.target.read_reg(addr)):
+                return
+        raise FirmwareError(f"{where}: {unit}.{name}.{fld} never became set ({limit} reads)")
 
     async def update_consumers(self, op: d.Struct, event: int) -> None:
         for c in (*op.consumers, op.fused_parent):

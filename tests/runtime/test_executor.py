@@ -326,8 +326,8 @@ def test_run_async_inside_a_loop_and_run_refuses_it(pool_file):
 
 
 def test_target_by_unknown_name(pool_file):
-    with pytest.raises(ExecutionError, match="target 'icarus' cannot run loadables by name"):
-        load(pool_file).run(np.zeros((1, C, H, W), dtype=np.float32), target="icarus")
+    with pytest.raises(ExecutionError, match="target 'nonesuch' cannot run loadables by name"):
+        load(pool_file).run(np.zeros((1, C, H, W), dtype=np.float32), target="nonesuch")
 
 
 def test_interrupt_that_never_comes_is_an_execution_error(pool_file):

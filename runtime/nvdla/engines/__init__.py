@@ -97,6 +97,10 @@ class Engine:
     extra_events: tuple[tuple[int, int], ...] = ()
     #: GLB.S_INTR_MASK fields the program step unmasks
     intr_mask_fields: tuple[str, ...] = ()
+    #: units whose S_STATUS must show the chosen group IDLE before it is programmed (conv.c checks this)
+    idle_units: tuple[str, ...] = ()
+    #: (unit, register, field) polled until non-zero before the op is enabled (conv: CBUF flush done)
+    enable_poll: tuple[str, str, str] | None = None
 
 
 ENGINES: dict[int, Engine] = {}
