@@ -155,6 +155,8 @@ class Network:
                     if unit is not None:
                         self.pointer_units[self.regmap.address(unit, "S_POINTER")] = unit
         self.intr_status_addr = self.regmap.address("GLB", "S_INTR_STATUS")
+        #: most DLA operations in flight at once per ping-pong unit over the runs so far (pipelining)
+        self.concurrency: dict[str, int] = {}
 
     def dla_ops(self) -> list[tuple[pb.Task, int, pb.DlaOp]]:
         """Every DLA operation: (its task, its index in the task, the op)."""
@@ -271,8 +273,8 @@ class Network:
     def run(self, inputs: Mapping[str, np.ndarray] | np.ndarray, *, target: str | Target = "golden",
             progress: Progress | None = None, timeout_ns: int = DEFAULT_TIMEOUT_NS,
             profile: Profile | None = None, raw: bool = False, fallback: str | None = None,
-            rtl_options: Mapping | None = None, report: Callable[[str], None] | None = None
-            ) -> dict[str, np.ndarray]:
+            rtl_options: Mapping | None = None, report: Callable[[str], None] | None = None,
+            pipeline: bool = True) -> dict[str, np.ndarray]:
         """Run on float NCHW inputs; returns the dequantized float32 outputs by name (``raw``: FEATURE outputs
         as the int8 values the target wrote, in the model's shape). A named in-process target gets a fresh
         instance per sample; a Target instance is reused (its ping-pong state is re-based). A simulator
@@ -280,7 +282,10 @@ class Network:
         describe (``tb.suite.RtlOptions``); ``fallback="golden"`` runs the operations whose engines the DUT
         lacks on the golden model instead of refusing them; ``report`` hears the split. There budgets are
         ``rtl_options``' cycles (not ``timeout_ns``) and ``progress`` is not called. ``profile`` collects
-        per-operation timings, engine operations and DMA bytes (``runtime.profile``)."""
+        per-operation timings, engine operations and DMA bytes (``runtime.profile``). ``pipeline`` (the
+        default, unless profiling per operation) starts an operation while earlier ones still run, up to two
+        per engine (one per ping-pong group), when it neither reads what they write nor writes what they
+        read; ``self.concurrency`` then holds the most operations in flight per unit."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -300,8 +305,10 @@ class Network:
         async def main() -> list[dict[str, np.ndarray]]:
             outs = []
             for i, sample in enumerate(samples):
-                ex = _Execution(self, make(), timeout_ns, progress, (i, len(samples)), profile=profile)
+                ex = _Execution(self, make(), timeout_ns, progress, (i, len(samples)), profile=profile,
+                                pipeline=pipeline)
                 outs.append(await ex.run(sample, raw=raw))
+                self._note_concurrency(ex)
             return outs
 
         return self._stack(asyncio.run(main()))
@@ -309,7 +316,7 @@ class Network:
     async def run_async(self, inputs: Mapping[str, np.ndarray] | np.ndarray, *, target: Target,
                         progress: Progress | None = None, timeout_ns: int = DEFAULT_TIMEOUT_NS,
                         profile: Profile | None = None, raw: bool = False, fallback: Target | None = None,
-                        on_fallback: Collection[OpKey] = ()) -> dict[str, np.ndarray]:
+                        on_fallback: Collection[OpKey] = (), pipeline: bool = True) -> dict[str, np.ndarray]:
         """``run`` inside an event loop (cocotb) on one Target instance. The ops in ``on_fallback``
         ((task id, op index) pairs) run on ``fallback``, which must share ``target``'s memory."""
         if on_fallback and fallback is None:
@@ -318,9 +325,14 @@ class Network:
         outs = []
         for i, sample in enumerate(samples):
             ex = _Execution(self, target, timeout_ns, progress, (i, len(samples)), profile=profile,
-                            fallback=fallback, on_fallback=on_fallback)
+                            fallback=fallback, on_fallback=on_fallback, pipeline=pipeline)
             outs.append(await ex.run(sample, raw=raw))
+            self._note_concurrency(ex)
         return self._stack(outs)
+
+    def _note_concurrency(self, ex: "_Execution") -> None:
+        for unit, n in ex.max_in_flight.items():
+            self.concurrency[unit] = max(self.concurrency.get(unit, 0), n)
 
     # ---- traces --------------------------------------------------------------------------------------
     def emit_trace(self, inputs: Mapping[str, np.ndarray] | np.ndarray, directory: Path | str, *,
@@ -403,8 +415,11 @@ class _Execution:
 
     def __init__(self, net: Network, target: Target, timeout_ns: int, progress: Progress | None,
                  sample: tuple[int, int], record: bool = False, profile: Profile | None = None,
-                 fallback: Target | None = None, on_fallback: Collection[OpKey] = ()) -> None:
+                 fallback: Target | None = None, on_fallback: Collection[OpKey] = (), pipeline: bool = False) -> None:
         self.net, self.target, self.timeout_ns = net, target, timeout_ns
+        # per-operation profiles, trace records and split targets need one operation at a time
+        self.pipeline = pipeline and profile is None and not record and fallback is None
+        self.max_in_flight: dict[str, int] = {}
         self.progress, self.sample = progress, sample
         self.host: dict[str, np.ndarray] = {}
         self.profile = profile
@@ -554,7 +569,59 @@ class _Execution:
                 bits.append(bit ^ flip.get(source[1], 0) if source else bit)
         return bits
 
+    async def run_dla_pipelined(self, task: pb.Task) -> None:
+        """The task's operations with up to two in flight per ping-pong unit: an operation is started
+        (programmed into its group and enabled) once no running operation writes a tensor it reads or
+        reads a tensor it writes, and each of its units has a free group; the oldest running operation is
+        awaited (its done bits, then write-1-to-clear) until then. The compiler's static group alternation
+        already puts consecutive operations of a unit in different groups."""
+        inflight: list[tuple[str, set[str], set[str], set[str], list[int]]] = []  # where, units, ins, outs, bits
+
+        async def retire() -> None:
+            where, _, _, _, bits = inflight.pop(0)
+            try:
+                for bit in bits:
+                    await self.target.wait_interrupt(1 << bit, self.timeout_ns)
+                await self.target.write_reg(self.net.intr_status_addr, sum(1 << b for b in bits))
+            except (InterruptTimeout, DlaError) as exc:
+                raise ExecutionError(f"{where}: {type(exc).__name__}: {exc}") from exc
+
+        for op in task.dla.ops:
+            where = f"task {task.id} ({task.name!r}) op {op.name!r}"
+            # every ping-pong unit whose group registers the op writes or whose group it starts
+            units = set(self.net.op_units(op)) | {u for w in op.writes if (u := self.net._pingpong_unit(w.addr))}
+            ins, outs = set(op.inputs), set(op.outputs)
+
+            def blocked() -> bool:
+                for _, u, i, o, _ in inflight:
+                    if ins & o or outs & i:
+                        return True
+                return any(sum(1 for f in inflight if unit in f[1]) >= 2 for unit in units)
+
+            while inflight and blocked():
+                await retire()
+            try:
+                for w in op.writes:
+                    value = w.value
+                    if w.HasField("reloc"):
+                        value = (self.placement.address(w.reloc.region, w.reloc.offset) >> w.reloc.shift) & 0xFFFFFFFF
+                    unit = self.net.pointer_units.get(w.addr)
+                    if unit is not None:
+                        value ^= self.flip.get(unit, 0)
+                    await self.target.write_reg(w.addr, value)
+            except DlaError as exc:
+                raise ExecutionError(f"{where}: {type(exc).__name__}: {exc}") from exc
+            inflight.append((where, units, ins, outs, self._intr_bits(op.interrupt_mask)))
+            for unit in units:
+                n = sum(1 for f in inflight if unit in f[1])
+                self.max_in_flight[unit] = max(self.max_in_flight.get(unit, 0), n)
+        while inflight:
+            await retire()
+
     async def run_dla(self, task: pb.Task) -> None:
+        if self.pipeline:
+            await self.run_dla_pipelined(task)
+            return
         if self.record:
             await self._before_dla(task)
         for index, op in enumerate(task.dla.ops):
