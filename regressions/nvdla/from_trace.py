@@ -5,9 +5,15 @@ The trace's final register values are mapped back onto the kmd descriptors (``dl
 buffers and its CRC-checked regions OUTPUT buffers. Whether the descriptors really say what the trace
 says is then decided by the forward direction: the firmware programmer is run on them and every register
 it writes must get the trace's value, and every other register the trace sets must be one the firmware
-leaves alone without effect (reset value, or a register listed in ``IGNORED`` with the reason). Traces
-that fail this are *not expressible* as descriptors (e.g. PDP reciprocals other than the firmware's
-table) and are reported, not run.
+leaves alone without effect (reset value, or a register listed in ``IGNORED`` with the reason). Fields that
+cannot change the result only in some configurations (a bypassed SDP stage, a disabled operand DMA) are
+``Irrelevant`` rules, checked on the trace's own values; their bits are compared in neither direction. The
+units the firmware enables must be the units the trace enables. Traces that fail this are *not
+expressible* as descriptors (e.g. PDP reciprocals other than the firmware's table) and are reported, not run.
+
+A single-op trace may be a chain of engines fused on the fly (conv -> SDP -> PDP): the inverse of the first
+engine returns the ops of the chain, each later one ``fused_to`` its producer, and they are checked and
+written together (``register_inverse(..., fuses=...)`` names the engines a chain may contain).
 """
 from __future__ import annotations
 
@@ -25,7 +31,8 @@ from runtime.nvdla.engines import ENGINES, Group, Program
 from runtime.nvdla.writer import LoadableBuilder
 from runtime.trace import CheckCrc, MemInit, MemLoad, RegWrite, parse_cfg, parse_dat
 
-__all__ = ["NotExpressible", "Converted", "convert", "INVERSES", "IGNORED"]
+__all__ = ["NotExpressible", "Converted", "convert", "INVERSES", "IGNORED", "Irrelevant", "register_inverse",
+           "register_irrelevant"]
 
 #: registers the firmware never writes whose value cannot change the result
 IGNORED = {
@@ -39,16 +46,55 @@ IGNORED = {
     "PDP.D_SRC_BASE_ADDR_HIGH": "the PDP core reads no memory; its RDMA fetches the input",
     "PDP_RDMA.D_POOLING_PADDING_CFG": "the RDMA's copy of the left padding only shapes the fetch; the golden "
                                       "model pools from the core's PAD_LEFT",
+    "CACC.D_DATAOUT_ADDR": "CACC has no memory port: its output goes to SDP on the fly, never to this address",
+    "CACC.D_LINE_STRIDE": "CACC has no memory port: the stride of a cube it never writes",
+    "CACC.D_SURF_STRIDE": "CACC has no memory port: the stride of a cube it never writes",
+    "CACC.D_DATAOUT_MAP": "CACC has no memory port: the packing of a cube it never writes",
 }
 
 
-def _irrelevant(unit: str, name: str, inv: "Inverse") -> bool:
-    """Registers whose value cannot change this op's result (besides IGNORED)."""
-    if name in IGNORED or f"{unit}.{name}" in IGNORED:
-        return True
-    if unit == "PDP" and name in ("D_RECIP_KERNEL_WIDTH", "D_RECIP_KERNEL_HEIGHT"):
-        return inv.op.pool_mode != 0  # reciprocals scale averages only
-    return False
+@dataclass(frozen=True)
+class Irrelevant:
+    """``fields`` of UNIT's ``names`` (None: the whole register) cannot change the result while ``when`` holds
+    for the trace's register values; ``reason`` says why (one line)."""
+
+    unit: str
+    names: tuple[str, ...]
+    fields: tuple[str, ...] | None
+    when: Callable[["Regs"], bool]
+    reason: str
+
+
+#: conditional irrelevance, per (unit, register name); engines' inverse modules add theirs
+RULES: dict[tuple[str, str], list[Irrelevant]] = {}
+
+
+def register_irrelevant(*rules: Irrelevant) -> None:
+    for rule in rules:
+        for name in rule.names:
+            RULES.setdefault((rule.unit, name), []).append(rule)
+
+
+register_irrelevant(Irrelevant("PDP", ("D_RECIP_KERNEL_WIDTH", "D_RECIP_KERNEL_HEIGHT"), None,
+                               lambda r: r.f("PDP", "D_OPERATION_MODE_CFG", "POOLING_METHOD") != 0,
+                               "reciprocals scale averages only"))
+
+
+def _irrelevant(unit: str, name: str) -> bool:
+    """Registers whose value cannot change the result, whatever the configuration."""
+    return name in IGNORED or f"{unit}.{name}" in IGNORED
+
+
+def _ignored_bits(unit: str, name: str, regs: "Regs") -> int:
+    """The bits of UNIT.NAME that cannot change this trace's result (IGNORED, or a rule that applies)."""
+    reg = regs.regmap.unit(unit).register(name)
+    if _irrelevant(unit, name):
+        return reg.write_mask
+    bits = 0
+    for rule in RULES.get((unit, name), ()):
+        if rule.when(regs):
+            bits |= reg.write_mask if rule.fields is None else sum(reg.field(f).mask for f in rule.fields)
+    return bits
 
 
 class NotExpressible(Exception):
@@ -58,8 +104,8 @@ class NotExpressible(Exception):
 class Regs:
     """Final register values of a trace, by unit and name (reset values where never written)."""
 
-    def __init__(self, regmap: RegisterMap, values: dict[tuple[str, str], int]) -> None:
-        self.regmap, self.values = regmap, values
+    def __init__(self, regmap: RegisterMap, values: dict[tuple[str, str], int], hw: HwConfig | None = None) -> None:
+        self.regmap, self.values, self.hw = regmap, values, hw
 
     def word(self, unit: str, name: str) -> int:
         v = self.values.get((unit, name))
@@ -83,6 +129,8 @@ class Inverse:
     surface: d.Struct
     cubes: dict[str, int]  # surface cube member -> absolute bus address
     lut: d.Struct | None = None
+    #: index (in the list the inverse returns) of the op this one consumes on the fly (conv -> SDP -> PDP)
+    fused_to: int | None = None
 
 
 def _sign(v: int, bits: int) -> int:
@@ -199,15 +247,22 @@ def _cdp(r: Regs, writes: list[tuple[str, str, int]]) -> Inverse:
     return Inverse(d.OP_CDP, op, d.CdpSurfaceDesc(src_data=src, dst_data=dst), cubes, lut_from_registers(r, "CDP", writes))
 
 
-#: engine (the unit whose D_OP_ENABLE starts the op) -> inverse(regs, writes)
-INVERSES: dict[str, Callable[[Regs, list], Inverse]] = {
+#: engine (the unit whose D_OP_ENABLE starts the op) -> inverse(regs, writes): its op, or its op followed by
+#: the ops fused to it on the fly (each ``fused_to`` an earlier one)
+INVERSES: dict[str, Callable[[Regs, list], Inverse | list[Inverse]]] = {
     "PDP": lambda r, w: _pdp(r),
     "CDP": _cdp,
 }
+#: engine -> the other engines its inverse may return fused to it (a trace enabling both is one chain)
+FUSES: dict[str, tuple[str, ...]] = {}
+#: the engine unit of each op type
+_ENGINE_OF = {d.OP_CONV: "CACC", d.OP_SDP: "SDP", d.OP_PDP: "PDP", d.OP_CDP: "CDP"}
 
 
-def register_inverse(unit: str, inverse: Callable[[Regs, list], Inverse]) -> None:
+def register_inverse(unit: str, inverse: Callable[[Regs, list], Inverse | list[Inverse]], *,
+                     fuses: tuple[str, ...] = ()) -> None:
     INVERSES[unit] = inverse
+    FUSES[unit] = fuses
 
 
 # ---- conversion ------------------------------------------------------------------------------------------
@@ -231,43 +286,70 @@ def _registers(trace, regmap: RegisterMap) -> tuple[dict[tuple[str, str], int], 
     return values, writes
 
 
-def _check_expressible(inv: Inverse, regs: Regs, values: dict, hw: HwConfig, engine: str) -> None:
+def _check_expressible(invs: list[Inverse], regs: Regs, values: dict, hw: HwConfig, engine: str) -> None:
     """Program the descriptors forward and compare with the trace (see the module docstring)."""
-    e = ENGINES[inv.op_type]
-    addresses = dict(inv.cubes)
+    addresses = [addr for inv in invs for addr in inv.cubes.values()]
 
-    def address_of(index: int, offset: int) -> int:  # index i = the i-th cube of ``cubes``
-        return list(addresses.values())[index] + offset
+    def address_of(index: int, offset: int) -> int:  # index i = the i-th cube of the ops' ``cubes``
+        return addresses[index] + offset
 
-    surface = inv.surface.replace()
-    for i, name in enumerate(inv.cubes):
-        getattr(surface, name).address = i
-    p = Program(regs.regmap, hw, address_of, lambda i: inv.lut, f"{engine} op")
-    g = Group(id=0, rdma_id=0, index=0, op=inv.op, surface=surface, rdma_needed=e.rdma_needed(inv.op, surface))
-    e.program(p, g)
-    e.enable(p, g)
-    fw_regs = {}
-    for unit, name, value in p.writes:
-        fw_regs[(unit, name)] = value
+    fw_regs: dict[tuple[str, str], int] = {}
+    fw_enabled: set[str] = set()
+    first = 0
+    for n, inv in enumerate(invs):
+        e = ENGINES[inv.op_type]
+        surface = inv.surface.replace()
+        for i, name in enumerate(inv.cubes):
+            cube = getattr(surface, name).replace()
+            cube.address = first + i
+            setattr(surface, name, cube)
+        first += len(inv.cubes)
+        p = Program(regs.regmap, hw, address_of, lambda i, lut=inv.lut: lut, f"{engine} op {n} ({e.name})")
+        g = Group(id=0, rdma_id=0, index=n, op=inv.op, surface=surface, rdma_needed=e.rdma_needed(inv.op, surface))
+        e.program(p, g)
+        e.enable(p, g)
+        for unit, name, value in p.writes:
+            fw_regs[(unit, name)] = value
+            if name == "D_OP_ENABLE" and value & 1:
+                fw_enabled.add(unit)
+    trace_enabled = {u for (u, n), v in values.items() if n == "D_OP_ENABLE" and v & 1}
+    for unit in sorted(trace_enabled ^ fw_enabled):
+        raise NotExpressible(f"{unit}.D_OP_ENABLE: the trace {'enables' if unit in trace_enabled else 'leaves'} it, "
+                             f"the descriptors {'do not' if unit in trace_enabled else 'enable it'}")
     for (unit, name), value in fw_regs.items():
-        if name in ("S_LUT_ACCESS_DATA", "S_LUT_ACCESS_CFG", "D_OP_ENABLE") or _irrelevant(unit, name, inv):
+        if name in ("S_LUT_ACCESS_DATA", "S_LUT_ACCESS_CFG", "D_OP_ENABLE"):
             continue
         reg = regs.regmap.unit(unit).register(name)
-        mask = reg.write_mask
+        mask = reg.write_mask & ~_ignored_bits(unit, name, regs)
         if name == "S_LUT_INFO":  # a LUT in exponent mode has no LE index select, in linear mode no offset
             unused = "LUT_LE_INDEX_SELECT" if regs.f(unit, "S_LUT_CFG", "LUT_LE_FUNCTION") == 0 else "LUT_LE_INDEX_OFFSET"
             mask &= ~reg.field(unused).mask
         want = regs.word(unit, name) & mask
         if value & mask != want:
-            raise NotExpressible(f"{unit}.{name}: the trace sets {want:#x}, the descriptors program {value & mask:#x}")
+            diff = [f"{f.name} {f.decode(want)} vs {f.decode(value & mask)}" for f in reg.fields
+                    if f.mask & mask and f.decode(want) != f.decode(value & mask)] if len(reg.fields) > 1 else []
+            raise NotExpressible(f"{unit}.{name}: the trace sets {want:#x}, the descriptors program {value & mask:#x}"
+                                 + (f" ({', '.join(diff)})" if diff else ""))
     for (unit, name), value in values.items():
-        if (unit, name) in fw_regs or unit == "GLB" or _irrelevant(unit, name, inv):
+        if (unit, name) in fw_regs or unit == "GLB":
             continue
         if not name.startswith("D_") or name in ("D_OP_ENABLE",):
             continue
         reg = regs.regmap.unit(unit).register(name)
-        if value & reg.write_mask != reg.reset & reg.write_mask:
+        mask = reg.write_mask & ~_ignored_bits(unit, name, regs)
+        if value & mask != reg.reset & mask:
             raise NotExpressible(f"{unit}.{name} = {value:#x}: the firmware never writes it (reset {reg.reset:#x})")
+
+
+def _engine(values: dict, writes: list) -> str:
+    """The engine whose inverse takes the trace: the one enabled engine not fused to another enabled one."""
+    enabled = [u for u, n, v in writes if n == "D_OP_ENABLE" and v & 1 and u in INVERSES]
+    units = set(enabled)
+    heads = [u for u in units if not any(u in FUSES.get(o, ()) for o in units - {u})]
+    if len(heads) != 1 or len(enabled) != len(units) or not units <= {heads[0], *FUSES.get(heads[0], ())}:
+        raise NotExpressible(f"not a single-op trace of {', '.join(INVERSES)} "
+                             f"({len(enabled)} enables of {', '.join(sorted(units)) or 'no supported engine'})")
+    return heads[0]
 
 
 def convert(cfg: Path | str, hw: HwConfig, *, legacy: bool = False) -> Converted:
@@ -275,15 +357,15 @@ def convert(cfg: Path | str, hw: HwConfig, *, legacy: bool = False) -> Converted
     regmap = register_map(hw.address_map)
     trace = parse_cfg(cfg, regmap)
     values, writes = _registers(trace, regmap)
-    engines = [u for (u, n), v in values.items() if n == "D_OP_ENABLE" and v & 1 and u in INVERSES]
-    enables = sum(1 for u, n, v in writes if n == "D_OP_ENABLE" and v & 1 and u in INVERSES)
-    if len(engines) != 1 or enables != 1:
-        raise NotExpressible(f"not a single-op trace of {', '.join(INVERSES)} "
-                             f"({enables} enables of {', '.join(engines) or 'no supported engine'})")
-    engine = engines[0]
-    regs = Regs(regmap, values)
-    inv = INVERSES[engine](regs, writes)
-    _check_expressible(inv, regs, values, hw, engine)
+    engine = _engine(values, writes)
+    regs = Regs(regmap, values, hw)
+    result = INVERSES[engine](regs, writes)
+    invs = result if isinstance(result, list) else [result]
+    enabled = {u for u, n, v in writes if n == "D_OP_ENABLE" and v & 1 and u in INVERSES}
+    if {_ENGINE_OF[inv.op_type] for inv in invs} != enabled:
+        raise NotExpressible(f"the trace enables {', '.join(sorted(enabled))}, but only "
+                             f"{', '.join(d.OP_NAMES[i.op_type] for i in invs)} are fused to {engine}")
+    _check_expressible(invs, regs, values, hw, engine)
     # memory: trace loads become SET buffers; CRC regions become outputs
     b = LoadableBuilder(legacy=legacy)
     regions: list[tuple[int, int, int]] = []  # (start, end, buffer index)
@@ -300,7 +382,7 @@ def convert(cfg: Path | str, hw: HwConfig, *, legacy: bool = False) -> Converted
             loads.append((cmd.base, bytes([cmd.fill]) * cmd.size))
     checks = [c for c in trace.commands if isinstance(c, CheckCrc)]
     spans = sorted([(a, a + len(x)) for a, x in loads] + [(c.base, c.base + c.size) for c in checks]
-                   + [(a, a + 1) for a in inv.cubes.values()])
+                   + [(a, a + 1) for inv in invs for a in inv.cubes.values()])
     merged: list[list[int]] = []
     for lo, hi in spans:
         if merged and lo <= merged[-1][1]:
@@ -322,19 +404,19 @@ def convert(cfg: Path | str, hw: HwConfig, *, legacy: bool = False) -> Converted
                 return index, addr - lo
         raise AssertionError(addr)
 
-    surface = inv.surface
-    for name, addr in inv.cubes.items():
-        index, offset = locate(addr)
-        cube = getattr(surface, name)
-        if legacy:
-            lo, hi, _ = next(r for r in regions if r[2] == index)
-            cube.address = b.window(index, offset, hi - lo - offset)
-        else:
-            cube.address, cube.offset = index, offset
-    luts = []
-    if inv.lut is not None:
-        luts.append(b.lut(inv.lut))
-    b.op(inv.op_type, inv.op, surface)
+    for inv in invs:
+        surface = inv.surface
+        for name, addr in inv.cubes.items():
+            index, offset = locate(addr)
+            cube = getattr(surface, name)
+            if legacy:
+                lo, hi, _ = next(r for r in regions if r[2] == index)
+                cube.address = b.window(index, offset, hi - lo - offset)
+            else:
+                cube.address, cube.offset = index, offset
+        if inv.lut is not None:
+            inv.op.lut_index = b.lut(inv.lut)
+        b.op(inv.op_type, inv.op, surface, fused_to=inv.fused_to)
     crcs = []
     for c in checks:
         index, offset = locate(c.base)

@@ -173,7 +173,7 @@ def _program(p: Program, g: Group) -> None:
     # ---- CDMA
     p.reg("CDMA", "D_MISC_CFG", CONV_MODE=conv_mode, IN_PRECISION=_PRECISION[op.in_precision], PROC_PRECISION=proc,
           **reuse)
-    # a feature cube (36) lands on the first table entry, T_R8 = 0
+    # a feature cube (36): entry 36 of the firmware's map_img_fmt holds DATAIN_FORMAT's FEATURE encoding, 0
     pixel_format = op.data_format if op.data_format < FORMAT_FEATURE else 0
     p.reg("CDMA", "D_DATAIN_FORMAT", DATAIN_FORMAT=datain_format, PIXEL_FORMAT=pixel_format,
           PIXEL_MAPPING="PITCH_LINEAR", PIXEL_SIGN_OVERRIDE=op.pixel_override)
@@ -247,4 +247,8 @@ CONV = register(Engine(
     rdma_needed=lambda op, surface: False,
     is_ready=lambda group, other: True,
     extra_events=((16, 5), (18, 4)),
-    intr_mask_fields=()))
+    intr_mask_fields=(),
+    # conv.c checks the chosen group idle in every sub-unit before programming, and waits for the CBUF
+    # flush (after reset) before enabling
+    idle_units=("CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"),
+    enable_poll=("CDMA", "S_CBUF_FLUSH_STATUS", "FLUSH_DONE")))
