@@ -72,6 +72,13 @@ class TaskResult:
 class RunResult:
     outputs: list[Output] = field(default_factory=list)
     tasks: list[TaskResult] = field(default_factory=list)
+    #: On a simulated DUT (``tb.nvdla_network``): simulated cycles of the whole run, bytes the DUT's AXI
+    #: ports read and wrote, and (cycle, event) of the firmware's program/enable/done steps and of the
+    #: interrupt line's rises.
+    cycles: int | None = None
+    dut_read: int | None = None
+    dut_written: int | None = None
+    timeline: list[tuple[int, str]] = field(default_factory=list)
 
 
 class NvdlaNetwork:

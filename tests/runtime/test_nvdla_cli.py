@@ -130,3 +130,8 @@ def test_nvdla_options_are_checked(nvdla, tmp_path, capsys):
     _one_line(capsys.readouterr().err, "--input is not supported for NVDLA loadables")
     assert main(["run", str(tmp_path / "missing.nvdla"), "--config", "nv_small"]) == 2
     _one_line(capsys.readouterr().err, "missing.nvdla")
+
+
+def test_simulator_options_need_a_simulator_target(nvdla, capsys):
+    assert main(["run", str(nvdla), "--config", "nv_small", "--timeout-cycles", "5", "--fallback", "golden"]) == 2
+    _one_line(capsys.readouterr().err, "--timeout-cycles, --fallback only apply to --target")
