@@ -24,7 +24,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Collection, Mapping, Sequence
+from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -103,16 +103,23 @@ class Placement:
         return self.base[region] + offset
 
 
+def allocate(blocks: Iterable[tuple[int, str, int, int]]) -> dict[int, int]:
+    """Bump allocation of (id, memory name, size, alignment) blocks in order, each aligned to max(its
+    alignment, a page): DRAM (``pri_mem``) from 0x8000_0000, CV-SRAM (``sec_mem``) from 0x5000_0000.
+    Shared by our loadables and NVDLA's, so both land where traces and tests expect them."""
+    cursor = {"pri_mem": DRAM_BASE, "sec_mem": CVSRAM_BASE}
+    base = {}
+    for key, mem, size, alignment in blocks:
+        align = max(alignment, MIN_ALIGNMENT)
+        base[key] = at = -(-cursor[mem] // align) * align
+        cursor[mem] = at + size
+    return base
+
+
 def place_regions(regions: Sequence[pb.Region]) -> Placement:
-    """Regions in order, each aligned to max(its alignment, a page), DRAM from 0x8000_0000."""
-    cursor = {1: DRAM_BASE, 0: CVSRAM_BASE}
-    base, mem = {}, {}
-    for r in regions:
-        align = max(r.alignment, MIN_ALIGNMENT)
-        at = -(-cursor[r.ram_type] // align) * align
-        base[r.id], mem[r.id] = at, MEM_NAMES[r.ram_type]
-        cursor[r.ram_type] = at + r.size
-    return Placement(base, mem)
+    """Regions in order (see ``allocate``)."""
+    mem = {r.id: MEM_NAMES[r.ram_type] for r in regions}
+    return Placement(allocate((r.id, mem[r.id], r.size, r.alignment) for r in regions), mem)
 
 
 def _safe_name(name: str) -> str:

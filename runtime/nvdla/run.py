@@ -24,13 +24,11 @@ from golden.config import HwConfig
 from runtime.nvdla import fbs
 from runtime.nvdla.dimg import DimgError, encode_dimg, surface_format
 from runtime.nvdla.firmware import Firmware, FirmwareError, FirmwareStats, TaskMemory
+from runtime.executor import allocate
 from runtime.target import Target
 
 __all__ = ["NvdlaNetwork", "NvdlaRunError", "Output", "is_nvdla_loadable"]
 
-DRAM_BASE = 0x8000_0000
-CVSRAM_BASE = 0x5000_0000
-PAGE = 4096
 #: the first firmware interface version whose dla_data_cube has the offset member
 MODERN_DESCRIPTORS = (0, 12)
 _DESCRIPTOR_SUBS = (fbs.SUB_NETWORK, fbs.SUB_DEPGRAPH, fbs.SUB_OPS, fbs.SUB_SURFS, fbs.SUB_LUTS)
@@ -166,14 +164,9 @@ class NvdlaNetwork:
     # ---- running -----------------------------------------------------------------------------------
     def place(self) -> dict[int, tuple[int, str]]:
         """memory id -> (bus address, memory name)."""
-        cursor = {0: DRAM_BASE, 1: CVSRAM_BASE}
-        where = {}
-        for m in self.ld.memories:
-            align = max(m.alignment or 1, PAGE)
-            at = -(-cursor[m.domain] // align) * align
-            where[m.id] = (at, "pri_mem" if m.domain == 0 else "sec_mem")
-            cursor[m.domain] = at + m.size
-        return where
+        mem = {m.id: "pri_mem" if m.domain == 0 else "sec_mem" for m in self.ld.memories}
+        base = allocate((m.id, mem[m.id], m.size, m.alignment) for m in self.ld.memories)
+        return {i: (base[i], mem[i]) for i in mem}
 
     def submit_order(self) -> list[fbs.TaskEntry]:
         by_id = {t.id: t for t in self.ld.tasks}

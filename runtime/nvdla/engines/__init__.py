@@ -18,7 +18,12 @@ from golden.config import HwConfig
 from golden.regs import RegisterMap
 from runtime.nvdla.descriptors import DataCube, LutParam, MEM_HW, Struct
 
-__all__ = ["FirmwareError", "Group", "Program", "Engine", "ENGINES", "register", "hi32", "lo32"]
+__all__ = ["FirmwareError", "Group", "Program", "Engine", "ENGINES", "register", "hi32", "lo32", "RAM", "PRECISION"]
+
+#: RAM_TYPE enum names of the engines' DMA registers, indexed by a cube's dla_mem_type (MC, CV)
+RAM = ("MC", "CV")
+#: data-format enum names, indexed by dla_precision (INT8, INT16, FP16)
+PRECISION = ("INT8", "INT16", "FP16")
 
 
 class FirmwareError(ValueError):

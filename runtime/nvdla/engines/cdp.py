@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from runtime.nvdla.descriptors import MEM_HW, OP_CDP, CdpOpDesc, CdpSurfaceDesc
-from runtime.nvdla.engines import Engine, Group, Program, hi32, lo32, register
+from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, Program, hi32, lo32, register
 from runtime.nvdla.engines.lut import lut_is_ready, upload_lut
 
-_RAM = ("MC", "CV")
-_PRECISION = ("INT8", "INT16", "FP16")
 
 
 def program(p: Program, g: Group) -> None:
@@ -20,7 +18,7 @@ def program(p: Program, g: Group) -> None:
         raise p.fail("CDP cube type out of range")
     if op.in_precision != op.out_precision:
         raise p.fail(f"in_precision {op.in_precision} != out_precision {op.out_precision} (no conversion in CDP)")
-    if op.in_precision >= len(_PRECISION):
+    if op.in_precision >= len(PRECISION):
         raise p.fail(f"in_precision {op.in_precision} out of range")
     if op.local_size not in (3, 5, 7, 9):
         raise p.fail(f"local_size {op.local_size} is not 3, 5, 7 or 9")
@@ -37,16 +35,16 @@ def program(p: Program, g: Group) -> None:
     p.reg("CDP_RDMA", "D_SRC_BASE_ADDR_HIGH", hi32(in_addr))
     p.reg("CDP_RDMA", "D_SRC_LINE_STRIDE", src.line_stride)
     p.reg("CDP_RDMA", "D_SRC_SURFACE_STRIDE", src.surf_stride)
-    p.reg("CDP_RDMA", "D_SRC_DMA_CFG", SRC_RAM_TYPE=_RAM[src.type])
-    p.reg("CDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=_PRECISION[op.in_precision])
+    p.reg("CDP_RDMA", "D_SRC_DMA_CFG", SRC_RAM_TYPE=RAM[src.type])
+    p.reg("CDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=PRECISION[op.in_precision])
     if lut is not None:
         upload_lut(p, "CDP", lut, op.in_precision)
     p.reg("CDP", "D_DST_BASE_ADDR_LOW", lo32(out_addr))
     p.reg("CDP", "D_DST_BASE_ADDR_HIGH", hi32(out_addr))
     p.reg("CDP", "D_DST_LINE_STRIDE", dst.line_stride)
     p.reg("CDP", "D_DST_SURFACE_STRIDE", dst.surf_stride)
-    p.reg("CDP", "D_DST_DMA_CFG", DST_RAM_TYPE=_RAM[dst.type])
-    p.reg("CDP", "D_DATA_FORMAT", INPUT_DATA_TYPE=_PRECISION[op.in_precision])
+    p.reg("CDP", "D_DST_DMA_CFG", DST_RAM_TYPE=RAM[dst.type])
+    p.reg("CDP", "D_DATA_FORMAT", INPUT_DATA_TYPE=PRECISION[op.in_precision])
     p.reg("CDP", "D_LRN_CFG", NORMALZ_LEN=(op.local_size - 1) // 2 - 1)
     p.reg("CDP", "D_DATIN_OFFSET", op.in_cvt.offset)
     p.reg("CDP", "D_DATIN_SCALE", op.in_cvt.scale)

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from runtime.nvdla.descriptors import MEM_HW, OP_PDP, PdpOpDesc, PdpSurfaceDesc
-from runtime.nvdla.engines import Engine, Group, Program, hi32, lo32, register
+from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, Program, hi32, lo32, register
 
-_RAM = ("MC", "CV")
 _POOL = ("POOLING_METHOD_AVERAGE", "POOLING_METHOD_MAX", "POOLING_METHOD_MIN")
-_PRECISION = ("INT8", "INT16", "FP16")
 #: 1/kernel size in the int (16.16) and fp16 encodings the firmware writes, kernel sizes 1..8
 RECIP_KERNEL = ((0x10000, 0x8000, 0x5555, 0x4000, 0x3333, 0x2AAA, 0x2492, 0x2000),
                 (0x7C00, 0x7800, 0x7555, 0x7400, 0x7266, 0x7155, 0x7092, 0x7000))
@@ -31,7 +29,7 @@ def _validate(p: Program, op: PdpOpDesc, s: PdpSurfaceDesc) -> None:
     if s.dst_data.type == MEM_HW:
         raise p.fail("dst_data must be in memory (MC or CV), not on-the-fly")
     validate_cubes(p, s.src_data, s.dst_data, MEM_HW)
-    if op.precision >= len(_PRECISION):
+    if op.precision >= len(PRECISION):
         raise p.fail(f"precision {op.precision} out of range")
     if not (1 <= op.stride_x <= 8 and 1 <= op.stride_y <= 8):
         raise p.fail(f"stride ({op.stride_x}, {op.stride_y}) outside 1..8")
@@ -64,8 +62,8 @@ def program(p: Program, g: Group) -> None:
         p.reg("PDP_RDMA", "D_SRC_BASE_ADDR_LOW", lo32(in_addr))
         p.reg("PDP_RDMA", "D_SRC_LINE_STRIDE", src.line_stride)
         p.reg("PDP_RDMA", "D_SRC_SURFACE_STRIDE", src.surf_stride)
-        p.reg("PDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=_PRECISION[op.precision])
-        p.reg("PDP_RDMA", "D_SRC_RAM_CFG", SRC_RAM_TYPE=_RAM[src.type])
+        p.reg("PDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=PRECISION[op.precision])
+        p.reg("PDP_RDMA", "D_SRC_RAM_CFG", SRC_RAM_TYPE=RAM[src.type])
         p.reg("PDP_RDMA", "D_OPERATION_MODE_CFG", SPLIT_NUM=op.split_num - 1)
         p.reg("PDP_RDMA", "D_POOLING_KERNEL_CFG", KERNEL_WIDTH=op.pool_width, KERNEL_STRIDE_WIDTH=op.stride_x - 1)
         p.reg("PDP_RDMA", "D_POOLING_PADDING_CFG", PAD_WIDTH=op.pad_left)
@@ -99,8 +97,8 @@ def program(p: Program, g: Group) -> None:
     p.reg("PDP", "D_DST_BASE_ADDR_HIGH", hi32(out_addr))
     p.reg("PDP", "D_DST_LINE_STRIDE", dst.line_stride)
     p.reg("PDP", "D_DST_SURFACE_STRIDE", dst.surf_stride)
-    p.reg("PDP", "D_DST_RAM_CFG", DST_RAM_TYPE=_RAM[dst.type])
-    p.reg("PDP", "D_DATA_FORMAT", INPUT_DATA=_PRECISION[op.precision])
+    p.reg("PDP", "D_DST_RAM_CFG", DST_RAM_TYPE=RAM[dst.type])
+    p.reg("PDP", "D_DATA_FORMAT", INPUT_DATA=PRECISION[op.precision])
 
 
 def enable(p: Program, g: Group) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from golden.errors import RegisterError
 from runtime.nvdla.descriptors import MEM_CV, MEM_HW, OP_SDP, DataCube, SdpOp, SdpOpDesc, SdpSurfaceDesc
-from runtime.nvdla.engines import Engine, Group, Program, hi32, lo32, register
+from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, Program, hi32, lo32, register
 from runtime.nvdla.engines.lut import lut_is_ready, upload_lut
 
 SDP_OP_NONE, SDP_OP_MUL, SDP_OP_ADD, SDP_OP_BOTH = 0, 1, 2, 3
@@ -30,7 +30,6 @@ SDP_OP_PER_LAYER, SDP_OP_PER_KERNEL, SDP_OP_PER_POINT = 0, 1, 2
 ACTIVATION_NONE, ACTIVATION_RELU, ACTIVATION_LUT, ACTIVATION_PRELU = 0, 1, 2, 3
 CONV_MODE_WINOGRAD = 1
 
-_PRECISION = ("INT8", "INT16", "FP16")
 #: processing precision, indexed [dst_precision][src_precision]: int8 out of int16 is processed as int8
 _PROC_PRECISION = (("INT8", "INT8", "FP16"), ("INT8", "INT16", "FP16"), ("INT8", "INT16", "FP16"))
 #: RDMA DATA_USE per op type (NONE, MUL, ADD, BOTH): NONE is encoded as MUL
@@ -39,7 +38,6 @@ _DATA_USE = ("MUL", "MUL", "ALU", "BOTH")
 _DATA_SIZE = ("ONE_BYTE", "TWO_BYTE", "TWO_BYTE")
 #: RDMA DATA_MODE per op mode (PER_LAYER, PER_KERNEL, PER_POINT): per-layer is encoded as PER_ELEMENT
 _DATA_MODE = ("PER_ELEMENT", "PER_KERNEL", "PER_ELEMENT")
-_RAM = ("MC", "CV")  # indexed by cube type (MEM_MC, MEM_CV)
 #: (descriptor op, surface cube, RDMA config register, its field prefix, stage name of the RDMA address
 #: registers and of the SDP core registers)
 _STAGES = (("x1_op", "x1_data", "D_BRDMA_CFG", "BRDMA", "BS"),
@@ -80,7 +78,7 @@ def rdma_needed(op: SdpOpDesc, surface: SdpSurfaceDesc) -> bool:
 def _validate(p: Program, op: SdpOpDesc, s: SdpSurfaceDesc) -> None:
     """Ours: every descriptor value the firmware uses as a table index, plus configuration limits."""
     for name in ("src_precision", "dst_precision"):
-        if getattr(op, name) >= len(_PRECISION):
+        if getattr(op, name) >= len(PRECISION):
             raise p.fail(f"{name} {getattr(op, name)} out of range (0..2)")
     if op.batch_num < 1:
         raise p.fail(f"batch_num {op.batch_num} must be >= 1 (the firmware programs batch_num - 1)")
@@ -102,7 +100,7 @@ def _validate(p: Program, op: SdpOpDesc, s: SdpSurfaceDesc) -> None:
             raise p.fail(f"{name}.mode {x.mode} out of range (0..2)")
         if x.alu_type > 3:
             raise p.fail(f"{name}.alu_type {x.alu_type} out of range (0..3)")
-        if x.precision >= len(_PRECISION):
+        if x.precision >= len(PRECISION):
             raise p.fail(f"{name}.precision {x.precision} out of range (0..2)")
         if x.enable and not getattr(p.hw, _STAGE_UNIT[name]):
             raise p.fail(f"{name} enabled but {p.hw.name} has no SDP {name[:-3].upper()} stage")
@@ -118,7 +116,7 @@ def _validate(p: Program, op: SdpOpDesc, s: SdpSurfaceDesc) -> None:
 def _ram(cube: DataCube) -> str | int:
     """RAM_TYPE of a cube. The firmware indexes a 2-entry table with the cube type; for an unused
     operand cube of type HW that reads past the table, and we write 0 (the field is don't-care)."""
-    return _RAM[cube.type] if cube.type <= MEM_CV else 0
+    return RAM[cube.type] if cube.type <= MEM_CV else 0
 
 
 def program(p: Program, g: Group) -> None:
@@ -152,7 +150,7 @@ def _program(p: Program, g: Group) -> None:
     p.reg("SDP_RDMA", "D_FEATURE_MODE_CFG", FLYING_MODE="OFF")
     for _name, _cube, cfg, prefix, _addr in _STAGES:
         p.reg("SDP_RDMA", cfg, **{f"{prefix}_DISABLE": "NO"})
-    precision = dict(IN_PRECISION=_PRECISION[op.src_precision], OUT_PRECISION=_PRECISION[op.dst_precision],
+    precision = dict(IN_PRECISION=PRECISION[op.src_precision], OUT_PRECISION=PRECISION[op.dst_precision],
                      PROC_PRECISION=_PROC_PRECISION[op.dst_precision][op.src_precision])
     winograd = "ON" if op.conv_mode == CONV_MODE_WINOGRAD else "OFF"
     p.reg("SDP_RDMA", "D_FEATURE_MODE_CFG", FLYING_MODE="ON" if fly else "OFF", WINOGRAD=winograd,
@@ -167,7 +165,7 @@ def _program(p: Program, g: Group) -> None:
             p.reg("SDP_RDMA", "D_SRC_BASE_ADDR_HIGH", hi32(src_addr))
             p.reg("SDP_RDMA", "D_SRC_LINE_STRIDE", src.line_stride)
             p.reg("SDP_RDMA", "D_SRC_SURFACE_STRIDE", src.surf_stride)
-            p.reg("SDP_RDMA", "D_SRC_DMA_CFG", SRC_RAM_TYPE=_RAM[src.type])
+            p.reg("SDP_RDMA", "D_SRC_DMA_CFG", SRC_RAM_TYPE=RAM[src.type])
         for name, cube_name, cfg, prefix, stage in _STAGES:
             x: SdpOp = getattr(op, name)
             cube: DataCube = getattr(s, cube_name)
@@ -201,7 +199,7 @@ def _program(p: Program, g: Group) -> None:
 
     p.reg("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE="ON" if fly else "OFF", OUTPUT_DST="MEM" if out_dma else "PDP",
           WINOGRAD=winograd, BATCH_NUMBER=op.batch_num - 1)
-    p.reg("SDP", "D_DST_DMA_CFG", **({"DST_RAM_TYPE": _RAM[dst.type]} if out_dma else {}))
+    p.reg("SDP", "D_DST_DMA_CFG", **({"DST_RAM_TYPE": RAM[dst.type]} if out_dma else {}))
     if op.batch_num > 1:
         p.reg("SDP", "D_DST_BATCH_STRIDE", op.batch_stride)
     p.reg("SDP", "D_DATA_FORMAT", PROC_PRECISION=precision["PROC_PRECISION"], OUT_PRECISION=precision["OUT_PRECISION"])
