@@ -44,6 +44,11 @@ CFGROM_SDP_CAPS = {"sdp_bs": 0x8, "sdp_bn": 0x10, "sdp_ew": 0x20, "sdp_lut": 0x4
 #: PDP can); a DUT that sets it gets SDP->PDP traces reported not applicable instead of hanging.
 CFGROM_PDP_NO_SDP_FLYING = 0x1
 
+#: Called after every completed operation of every ``Dla`` with (engine names of the chain, the
+#: consumer-group register views, the status registers the engines reported). Regression coverage
+#: samples configs here; the list is empty (and costs nothing) otherwise.
+OP_OBSERVERS: list = []
+
 
 def cfgrom_values(hw: HwConfig) -> dict[str, int]:
     """CFGROM words describing ``hw``: the RDL reset values with the config's own sizes and units."""
@@ -313,6 +318,7 @@ class Dla:
         for eng in chain:
             views.update(self._views(eng))
         data = None
+        reported: dict[tuple[str, str], int] = {}
         for eng in chain:
             ctx = OpContext(
                 hw=self.hw,
@@ -322,6 +328,7 @@ class Dla:
                 lut={u: self.units[u].lut for u in eng.lut_units},
             )
             data = eng.run(ctx)
+            reported.update(ctx.status)
             for (unit, register), value in ctx.status.items():
                 st = self.units[unit]
                 st.groups[st.consumer][st.unit.register(register).offset] = value
@@ -339,6 +346,8 @@ class Dla:
             st.groups[group][st.unit.op_enable_offset] = 0
             st.consumer ^= 1
         self.history.append((tuple(e.name for e in chain), groups))
+        for observer in OP_OBSERVERS:
+            observer(tuple(e.name for e in chain), views, reported)
 
     def pending(self) -> list[str]:
         """Human-readable list of armed units still waiting, for timeout diagnostics."""
