@@ -1,0 +1,54 @@
+"""Fuzz properties: one registration per property, found by the fuzz driver, the pytest tests and the
+regression report alike (STYLE: a new engine or op is added by one registration)."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from hypothesis.strategies import SearchStrategy
+
+from golden.config import HwConfig
+
+#: Modules that register properties; importing them fills ``PROPERTIES``.
+MODULES = ("regressions.fuzz.engines", "regressions.fuzz.networks")
+
+
+@dataclass(frozen=True)
+class Property:
+    """One differential property over drawn examples."""
+
+    #: Short name used on the command line and in ``regressions/found/<name>/`` ("sdp", "network", ...).
+    name: str
+    #: Engine or area the property exercises (report grouping).
+    engine: str
+    #: Presets the property is fuzzed on.
+    configs: tuple[str, ...]
+    #: Legal examples for one hardware config.
+    strategy: Callable[[HwConfig], SearchStrategy]
+    #: Golden against the independent reference; raises AssertionError naming the difference.
+    check: Callable[[HwConfig, Any], None]
+    #: Example <-> JSON, so shrunk failures are saved and replayed as ``@example``s.
+    to_json: Callable[[Any], dict]
+    from_json: Callable[[dict], Any]
+    #: Register program of an example plus the reference's expected output bytes: makes replayable
+    #: traces and drives RTL targets. None for properties that are not one register program.
+    program: Callable[[HwConfig, Any], tuple[Any, bytes]] | None = None
+    #: Whether golden == RTL applies (the engine exists in our RTL).
+    rtl: bool = False
+
+
+PROPERTIES: dict[str, Property] = {}
+
+
+def register(prop: Property) -> Property:
+    if prop.name in PROPERTIES:
+        raise ValueError(f"fuzz property {prop.name!r} registered twice")
+    PROPERTIES[prop.name] = prop
+    return prop
+
+
+def load() -> dict[str, Property]:
+    for module in MODULES:
+        importlib.import_module(module)
+    return PROPERTIES
