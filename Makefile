@@ -5,13 +5,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JOBS ?= auto
+LEVEL ?= ci
+LAUNCHER ?= local
+FUZZ_SECONDS ?= 300
+TARGET ?= golden
 # make sim TRACE=path/to/trace_or_suite [SIM=verilator|icarus] [RTL_FILELIST=nvdla.f TOPLEVEL=NV_nvdla]
 SIM ?= verilator
 # NVDLA conformance traces: ../shared beside the clone by default; override with NVDLA_TRACES=PATH.
 NVDLA_TRACES ?= $(abspath ../shared/nvdla/traces)
 export NVDLA_TRACES
 
-.PHONY: install test regress bench lint sim regen-regs proto clean
+.PHONY: install test regress fuzz bench lint sim regen-regs proto clean
 
 install: $(STAMP)
 
@@ -29,11 +33,17 @@ $(STAMP): pyproject.toml
 test: install
 	$(BIN)/python -m pytest -n $(JOBS) -q
 
+# make regress [LEVEL=smoke|ci|nightly|full] [JOBS=auto|N] [LAUNCHER=local|slurm] [RERUN=failed] [TAGS=a,b]
+#              [FUZZ_SEED=N]: report in build/regress/<timestamp>/ (build/regress/latest).
 regress: install
-	$(BIN)/dla trace $(NVDLA_TRACES)/nv_small -j 2 --junit build/regress/nv_small.junit.xml --json build/regress/nv_small.json
-	$(BIN)/dla trace $(NVDLA_TRACES)/nv_small -j 2 --target verilator --junit build/regress/nv_small.verilator.junit.xml --json build/regress/nv_small.verilator.json
-	$(BIN)/dla trace $(NVDLA_TRACES)/nv_small -j 2 --target icarus --junit build/regress/nv_small.icarus.junit.xml --json build/regress/nv_small.icarus.json
-	DLA_RTL_DIFF_EXAMPLES=200 DLA_E2E_SAMPLES=200 $(BIN)/python -m pytest -n $(JOBS) -q regressions --junitxml=build/regress/pytest.junit.xml
+	$(BIN)/python -m regressions.regress --level $(LEVEL) --jobs $(JOBS) --launcher $(LAUNCHER) \
+	  $(if $(RERUN),--rerun $(RERUN)) $(if $(TAGS),--tags $(TAGS)) $(if $(UNITS),--units $(UNITS)) \
+	  $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
+
+# make fuzz [FUZZ_SECONDS=300] [TARGET=golden|verilator|icarus] [FUZZ_SEED=N] [PROPERTY=sdp]
+fuzz: install
+	$(BIN)/python -m regressions.fuzz --seconds $(FUZZ_SECONDS) --target $(TARGET) \
+	  $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) $(if $(PROPERTY),--property $(PROPERTY))
 
 bench: install
 	$(BIN)/python -m regressions.bench --out build/bench/results.json

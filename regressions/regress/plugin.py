@@ -1,0 +1,173 @@
+"""pytest plugin of ``make regress`` (``-p regressions.regress.plugin``).
+
+- keeps only the tests of the selected units (``--regress-units``: a JSON plan, see ``regress.local``);
+- writes one result record per finished test to ``<--regress-out>/results.jsonl`` as it finishes (in the
+  xdist controller, which also sees "worker crashed" reports), so an interrupted run loses nothing;
+- saves each failing test's full report under ``<out>/artifacts/<test>/log.txt``;
+- in every test process, samples functional coverage (``DLA_FUNC_COVERAGE=1``) and dumps it to
+  ``<out>/coverage/func-<worker>.json`` when the process ends.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from regressions.regress.lists import Matcher, Unit
+from regressions.regress.results import Record, RecordWriter
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("regress")
+    group.addoption("--regress-units", metavar="PLAN", help="JSON plan: all units, the selected ids, seed")
+    group.addoption("--regress-out", metavar="DIR", help="where results.jsonl, artifacts and coverage go")
+    group.addoption("--regress-only", metavar="UNIT", help="run only this unit of the plan (farm launchers)")
+
+
+class RegressPlugin:
+    def __init__(self, config: pytest.Config, plan: dict, out: Path) -> None:
+        self.config = config
+        self.out = out
+        self.matcher = Matcher([Unit.from_json(u) for u in plan["units"]])
+        only = config.getoption("--regress-only")
+        self.selected = {only} if only else set(plan["selected"])
+        self.seed = plan.get("seed")
+        self.worker = getattr(config, "workerinput", {}).get("workerid", "")
+        #: Only the process that sees every report writes records: the xdist controller, or a lone pytest.
+        self.writer = RecordWriter(out) if not self.worker else None
+        self._partial: dict[str, Record] = {}
+
+    # ---- selection -----------------------------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        keep, drop = [], []
+        for item in items:
+            unit = self.matcher.unit_of(item.nodeid)
+            (keep if unit is not None and unit.id in self.selected else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    # ---- results -------------------------------------------------------------------------------
+    def _record(self, nodeid: str) -> Record:
+        rec = self._partial.get(nodeid)
+        if rec is None:
+            unit = self.matcher.unit_of(nodeid)
+            rec = Record(nodeid=nodeid, unit=unit.id if unit else "unlisted", area=unit.area if unit else "?",
+                         target=unit.target if unit else "?", outcome="passed", seed=self.seed)
+            self._partial[nodeid] = rec
+        return rec
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.writer is None:
+            return
+        rec = self._record(report.nodeid)
+        rec.duration += report.duration
+        node = getattr(report, "node", None)  # the xdist worker that ran it
+        if node is not None:
+            rec.worker = str(node.workerinput.get("workerid", ""))
+        for key, value in report.user_properties:
+            rec.properties[str(key)] = str(value)
+        if report.failed:
+            # A failing call is a failure; failing set-up/tear-down (or a crashed worker: when="???") an error.
+            outcome = "failed" if report.when == "call" else "error"
+            if rec.outcome not in ("failed", "error"):
+                rec.outcome = outcome
+            rec.longrepr += ("\n" if rec.longrepr else "") + self._longrepr(report)
+        elif report.skipped and rec.outcome == "passed":
+            rec.outcome = "skipped"
+            rec.longrepr = _skip_reason(report)
+        if report.when == "teardown" or report.when not in ("setup", "call"):
+            self._finish(report, rec)
+
+    @staticmethod
+    def _longrepr(report: pytest.TestReport) -> str:
+        text = str(report.longreprtext or "")
+        if report.when not in ("setup", "call", "teardown"):
+            text = f"worker crashed while running this test\n{text}"
+        return text
+
+    def _finish(self, report: pytest.TestReport, rec: Record) -> None:
+        del self._partial[rec.nodeid]
+        rec.finished = time.time()
+        if rec.outcome in ("failed", "error"):
+            rec.artifacts = self._save_artifacts(report, rec)
+        assert self.writer is not None
+        self.writer.write(rec)
+
+    def _save_artifacts(self, report: pytest.TestReport, rec: Record) -> str:
+        """The failure's full text, captured output and the paths it names, in one folder per test."""
+        name = re.sub(r"[^A-Za-z0-9_.\-\[\]]+", "_", rec.nodeid)[-150:]
+        folder = self.out / "artifacts" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        parts = [f"# {rec.nodeid}", f"outcome: {rec.outcome}", f"seed: {rec.seed}", "", rec.longrepr]
+        for title, content in report.sections:
+            parts += ["", f"---- {title} ----", content]
+        (folder / "log.txt").write_text("\n".join(parts), encoding="utf-8")
+        return str(folder)
+
+    def pytest_sessionfinish(self) -> None:
+        # Tests whose teardown never reported (interrupted mid-test) are written with what is known.
+        if self.writer is not None:
+            for rec in list(self._partial.values()):
+                if rec.outcome == "passed":
+                    rec.outcome = "error"
+                    rec.longrepr += "\ninterrupted before the test finished"
+                rec.finished = time.time()
+                self.writer.write(rec)
+            self._partial.clear()
+
+    # ---- coverage ------------------------------------------------------------------------------
+    def start_coverage(self) -> bool:
+        if os.environ.get("DLA_FUNC_COVERAGE") != "1":
+            return False
+        if not self.worker and getattr(self.config.option, "numprocesses", None):
+            return False  # the xdist controller runs no tests
+        try:
+            from regressions.coverage import functional
+        except ImportError as e:
+            print(f"regress: functional coverage off: {e}")
+            return False
+        functional.install()
+        return True
+
+    def dump_coverage(self) -> None:
+        from regressions.coverage import functional
+
+        name = f"func-{self.worker or 'main'}-{os.getpid()}.json"
+        functional.dump(self.out / "coverage" / name)
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(report.longreprtext or "")
+
+
+_PLUGIN_KEY = pytest.StashKey[RegressPlugin]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    plan_path, out = config.getoption("--regress-units"), config.getoption("--regress-out")
+    if not plan_path or not out:
+        return
+    plan = json.loads(Path(plan_path).read_text())
+    plugin = RegressPlugin(config, plan, Path(out))
+    config.stash[_PLUGIN_KEY] = plugin
+    config.pluginmanager.register(plugin, "regress-plugin")
+    plugin.coverage = plugin.start_coverage()  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    plugin = config.stash.get(_PLUGIN_KEY, None)
+    if plugin is None:
+        return
+    if getattr(plugin, "coverage", False):
+        plugin.dump_coverage()
+    if plugin.writer is not None:
+        plugin.writer.close()
