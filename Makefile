@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JOBS ?= auto
-LEVEL ?= ci
+LEVEL ?=
 LAUNCHER ?= local
 FUZZ_SECONDS ?= 300
 TARGET ?= golden
@@ -36,7 +36,7 @@ test: install
 # make regress [LEVEL=smoke|ci|nightly|full] [JOBS=auto|N] [LAUNCHER=local|slurm] [RERUN=failed] [TAGS=a,b]
 #              [FUZZ_SEED=N]: report in build/regress/<timestamp>/ (build/regress/latest).
 regress: install
-	$(BIN)/python -m regressions.regress --level $(LEVEL) --jobs $(JOBS) --launcher $(LAUNCHER) \
+	$(BIN)/python -m regressions.regress $(if $(LEVEL),--level $(LEVEL)) --jobs $(JOBS) --launcher $(LAUNCHER) \
 	  $(if $(RERUN),--rerun $(RERUN)) $(if $(TAGS),--tags $(TAGS)) $(if $(UNITS),--units $(UNITS)) \
 	  $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 

@@ -66,10 +66,10 @@ class Plan:
 
             matcher = Matcher([Unit.from_json(u) for u in self.units])
             return [n for n in self.nodeids if (u := matcher.unit_of(n)) is not None and u.id == unit]
+        chosen = self.selected_units() if unit is None else [Unit.from_json(u) for u in self.units if u["id"] == unit]
         args: list[str] = []
-        for u in self.selected_units():
-            if unit is None or u.id == unit:
-                args.extend(f for f in u.files() if f not in args)
+        for u in chosen:
+            args.extend(f for f in u.files() if f not in args)
         return args
 
 

@@ -40,7 +40,7 @@ class Record:
     def message(self) -> str:
         """First meaningful line of ``longrepr``: the one-line reason shown in tables."""
         lines = [ln.strip() for ln in self.longrepr.splitlines() if ln.strip()]
-        for ln in reversed(lines):
+        for ln in lines:
             if ln.startswith("E "):
                 return ln[1:].strip()
         return lines[-1] if lines else ""
