@@ -181,3 +181,18 @@ def test_one_unit_is_self_contained(sample_lists: Path, tmp_path: Path) -> None:
     assert {x["unit"] for x in recs} == {"pass.rest"}
     r = regress(["unit", "--run-dir", str(run), "--unit", "nope"])
     assert r.returncode != 0 and "nope" in r.stderr + r.stdout
+
+
+def test_every_collected_test_belongs_to_a_unit_of_ci() -> None:
+    """`make regress` (level ci) runs everything `make test` does: no test file is left out of the lists."""
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                        "-p", "no:xdist"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    nodeids = [ln for ln in r.stdout.splitlines() if "::" in ln]
+    assert len(nodeids) > 1000, r.stdout[-2000:] + r.stderr[-2000:]
+    units = lists.load_units(lists.load_levels())
+    matcher = lists.Matcher(units)
+    orphans = [n for n in nodeids if matcher.unit_of(n) is None]
+    assert not orphans, f"{len(orphans)} tests in no unit, e.g. {orphans[:5]}"
+    ci = {u.id for u in lists.select(units, "ci")}
+    outside = [n for n in nodeids if matcher.unit_of(n).id not in ci]
+    assert not outside, f"{len(outside)} tests not run at level ci, e.g. {outside[:5]}"
