@@ -7,7 +7,11 @@ Hygiene (STYLE "Runner hygiene"):
 - builds are serialised by a lock file next to the build directory, so pytest-xdist workers (or
   parallel ``dla`` runs) wait for one build instead of racing; a failed build is remembered for a short
   while so concurrent waiters report it without rebuilding;
-- every simulation runs in its own directory (results XML, log, waveform), never in the build directory.
+- every simulation runs in its own directory (results XML, log, waveform), never in the build directory;
+- with ``$DLA_RTL_COVERAGE_DIR`` set, Verilator builds add line and toggle coverage (their own build
+  directory, since the options are part of the hash) and every simulation writes a uniquely named
+  ``.dat`` into that directory (``regressions.coverage.rtl`` merges them); Icarus has no coverage and
+  leaves a ``.icarus`` marker there instead, so a report can say why it has nothing.
 
 Moving to cocotb's pytest plugin later only needs this module.
 """
@@ -24,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -47,6 +52,10 @@ FAILED_BUILD_TTL_S = 120.0
 #: Default options per simulator. Verilator: warnings stay warnings (user RTL such as NVDLA's has
 #: thousands), clocks come from cocotb so RTL delays are ignored.
 DEFAULT_OPTIONS = {"verilator": ("-Wno-fatal", "--no-timing"), "icarus": ()}
+#: Directory collecting RTL coverage; setting it makes Verilator builds coverage builds.
+RTL_COVERAGE_ENV = "DLA_RTL_COVERAGE_DIR"
+#: Verilator options of a coverage build (``--coverage`` would add user points too; our RTL has none).
+RTL_COVERAGE_OPTIONS = ("--coverage-line", "--coverage-toggle")
 _HDL_SUFFIXES = (".v", ".vh", ".sv", ".svh", ".vlib", ".h", ".inc", ".vlt")
 
 
@@ -216,9 +225,17 @@ def build_manifest(spec: DutSpec, simulator: str, waves: bool) -> dict:
     }
 
 
+def rtl_coverage_dir() -> Path | None:
+    """``$DLA_RTL_COVERAGE_DIR`` as an absolute path, or None when RTL coverage is off."""
+    value = os.environ.get(RTL_COVERAGE_ENV, "").strip()
+    return Path(value).resolve() if value else None
+
+
 def _options(spec: DutSpec, simulator: str) -> tuple[str, ...]:
     opts = list(DEFAULT_OPTIONS[simulator])
     if simulator == "verilator":
+        if rtl_coverage_dir() is not None:
+            opts += RTL_COVERAGE_OPTIONS
         opts += spec.verilator_options
         opts += [a for d in spec.library_dirs for a in ("-y", str(d))]
         opts += [a for f in spec.libraries for a in ("-v", str(f))]
@@ -242,6 +259,8 @@ class Build:
     #: True when an existing build was reused.
     cached: bool
     seconds: float
+    #: Where each simulation leaves its coverage (``$DLA_RTL_COVERAGE_DIR`` at build time), or None.
+    coverage: Path | None = None
 
 
 def waves_requested(default: bool = False) -> bool:
@@ -296,12 +315,13 @@ def build(spec: DutSpec, simulator: str, *, waves: bool = False, root: Path | No
     label = re.sub(r"[^\w.-]", "_", spec.label)
     directory = root / f"{simulator}-{label}-{digest}"
     stamp, failed = directory / ".built", directory / ".failed"
+    coverage = rtl_coverage_dir()
     start = time.perf_counter()
     with open(root / f".{directory.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if stamp.is_file():
             os.utime(stamp)  # last use, for pruning
-            return Build(simulator, spec, directory, waves, True, time.perf_counter() - start)
+            return Build(simulator, spec, directory, waves, True, time.perf_counter() - start, coverage)
         if failed.is_file() and time.time() - failed.stat().st_mtime < FAILED_BUILD_TTL_S:
             rec = json.loads(failed.read_text())
             raise BuildError(simulator, spec.toplevel, rec["errors"], Path(rec["log"]))
@@ -340,7 +360,7 @@ def build(spec: DutSpec, simulator: str, *, waves: bool = False, root: Path | No
         seconds = time.perf_counter() - start
         stamp.write_text(json.dumps({"seconds": round(seconds, 3), "time": time.time()}))
     _prune(root, f"{simulator}-{label}-", keep=directory)
-    return Build(simulator, spec, directory, waves, False, seconds)
+    return Build(simulator, spec, directory, waves, False, seconds, coverage)
 
 
 def _prune(root: Path, prefix: str, keep: Path) -> None:
@@ -407,6 +427,19 @@ def _cocotb_failures(results_xml: Path) -> dict[str, str]:
     return out
 
 
+def _coverage_plusargs(build_: Build, directory: Path) -> list[str]:
+    """Send this simulation's coverage to a unique file in the coverage directory: Verilator writes it
+    at the end of the run (cocotb's ``verilator.cpp`` calls ``VerilatedCov::write``, which takes
+    ``+verilator+coverage+file+``); for Icarus, which has no coverage, leave a marker saying it ran."""
+    assert build_.coverage is not None
+    build_.coverage.mkdir(parents=True, exist_ok=True)
+    stem = f"{build_.directory.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    if build_.simulator == "verilator":
+        return [f"+verilator+coverage+file+{build_.coverage / (stem + '.dat')}"]
+    (build_.coverage / f"{stem}.{build_.simulator}").write_text(f"{directory}: {build_.simulator} has no coverage\n")
+    return []
+
+
 def simulate(build_: Build, jobs: JobFile, directory: Path, *, waves: bool = False,
              test_module: str = TEST_MODULE) -> SimRun:
     """Run one simulation of ``build_`` playing ``jobs`` in ``directory`` (created). Blocks until the
@@ -423,6 +456,8 @@ def simulate(build_: Build, jobs: JobFile, directory: Path, *, waves: bool = Fal
     plusargs: list[str] = []
     if waves and build_.simulator == "icarus":
         plusargs.append(f"+dumpfile_path={directory / (build_.spec.toplevel + '.fst')}")
+    if build_.coverage is not None:
+        plusargs += _coverage_plusargs(build_, directory)
     log = directory / "sim.log"
     results = directory / "results.xml"
     # The job file is found as ./jobs.json (the simulation runs in `directory`): no process-wide
