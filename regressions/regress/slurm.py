@@ -9,9 +9,9 @@ interpreter path, Ctrl-C), naming the Slurm task, its state and the tail of its 
 
 The repository and the virtualenv must be at the same paths on the compute nodes (a shared file system),
 as is usual for a farm; the job inherits the submitting environment (``sbatch --export=ALL``).
-Extra ``sbatch`` options (partition, time limit, ``--array`` throttle is not one of them) come from the
-``sbatch_args`` parameter and the ``SLURM_SBATCH_ARGS`` environment variable, e.g.
-``SLURM_SBATCH_ARGS="--partition=sim --time=2:00:00"``.
+Extra ``sbatch`` options (partition, account, time limit, ``--cpus-per-task`` instead of the default 1)
+come from the ``SLURM_SBATCH_ARGS`` environment variable and the ``sbatch_args`` parameter, after the
+launcher's own so they win: ``make regress LAUNCHER=slurm SLURM_SBATCH_ARGS="--partition=sim --time=2:00:00"``.
 """
 from __future__ import annotations
 
@@ -168,6 +168,7 @@ def launch(units: Iterable[Unit], run_dir: Path, *, level: str, seed: int, lists
     if not units:
         return 0
     run_dir = Path(run_dir).resolve()
+    lists_dir = Path(lists_dir).resolve() if lists_dir is not None else None  # tasks run in the repo root
     env = {**os.environ, **(env or {})}
     extra = [*shlex.split(env.get("SLURM_SBATCH_ARGS", "")), *sbatch_args]
     if which("sbatch") is None:
@@ -201,7 +202,7 @@ def launch(units: Iterable[Unit], run_dir: Path, *, level: str, seed: int, lists
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     why = ""
     try:
-        why = _wait(job, len(units), env, poll_s, _Progress(job, len(units), progress))
+        why = _wait(job, env, poll_s, _Progress(job, len(units), progress))
     except KeyboardInterrupt:
         progress(f"slurm {job}: interrupted, scancel {job}")
         _cancel(job, env)
@@ -213,7 +214,7 @@ def launch(units: Iterable[Unit], run_dir: Path, *, level: str, seed: int, lists
     return _finish(units, run_dir, job, slurm_dir, env, seed, why)
 
 
-def _wait(job: str, n: int, env: dict[str, str], poll_s: float, progress: _Progress) -> str:
+def _wait(job: str, env: dict[str, str], poll_s: float, progress: _Progress) -> str:
     """Poll until the job left the queue. Returns "" or why the launcher stopped waiting."""
     errors = 0
     while True:

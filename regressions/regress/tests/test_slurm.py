@@ -20,8 +20,9 @@ from regressions.regress import slurm
 from regressions.regress.lists import REPO, Unit, load_levels, load_units
 from regressions.regress.local import Interrupted
 from regressions.regress.plan import Plan
-from regressions.regress.results import RESULTS, read_records
+from regressions.regress.results import read_records
 from regressions.regress.slurm_cluster import SlurmCluster, SlurmUnavailable, cluster_fixture
+from regressions.regress.slurm_cluster import running as is_running
 
 pytestmark = pytest.mark.slurm
 
@@ -72,8 +73,9 @@ def test_make_regress_launcher_slurm(slurm_cluster: SlurmCluster, lists_dir: Pat
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "regressions.regress", "--lists", str(lists_dir), "run", "--level", "smoke",
            "--launcher", "slurm", "--seed", "7", "--out", str(out)]
-    done = subprocess.run(cmd, cwd=REPO, env=slurm_cluster.client_env(), capture_output=True, text=True,
-                          timeout=300)
+    # A fresh command line's environment: nothing of this pytest (xdist worker id, current test) leaks in.
+    env = {k: v for k, v in slurm_cluster.client_env().items() if not k.startswith("PYTEST_")}
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "units submitted as array job" in done.stdout and "2/2 done" in done.stdout, done.stdout
     run_dir = (out / "latest").resolve()
@@ -140,6 +142,13 @@ time.sleep(300)
 """
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def test_interrupt_cancels_job_and_reports_unfinished(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     """Ctrl-C while waiting: scancel, error records for units that never finished, ``Interrupted``."""
     stand_in = tmp_path / "stand_in.py"
@@ -151,7 +160,13 @@ def test_interrupt_cancels_job_and_reports_unfinished(slurm_cluster: SlurmCluste
 
     def progress(line: str) -> None:
         lines.append(line)
-        if " 2 running" in line:  # both CPUs busy, one task pending: the user presses Ctrl-C
+        if " 2 running" in line:  # both CPUs busy, one task pending: the user presses Ctrl-C ...
+            job = lines[0].split()[1].rstrip(":")
+            log = run_dir / "slurm" / f"{job}_0.log"
+            deadline = time.monotonic() + 60
+            while "stand-in unit" not in (log.read_text() if log.exists() else ""):  # ... once it really runs
+                assert time.monotonic() < deadline, f"task 0 never started its stand-in: {lines}"
+                time.sleep(0.1)
             raise KeyboardInterrupt
 
     with pytest.raises(Interrupted):
@@ -167,7 +182,10 @@ def test_interrupt_cancels_job_and_reports_unfinished(slurm_cluster: SlurmCluste
         assert f"{job}_{task}" in rec.longrepr and "CANCELLED" in rec.longrepr
     # the stand-ins that were running were killed with their tasks
     assert "stand-in unit slow.0" in records["slow.0"].longrepr
-    assert not [p for p in slurm_cluster.processes() if b"stand_in.py" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    deadline = time.monotonic() + 10
+    while [p for p in slurm_cluster.processes() if "stand_in.py" in _cmdline(p)]:
+        assert time.monotonic() < deadline, "the cancelled stand-ins are still running"
+        time.sleep(0.1)
 
 
 def test_cluster_stop_leaves_nothing_running() -> None:
@@ -186,7 +204,7 @@ def test_cluster_stop_leaves_nothing_running() -> None:
         assert len(running) >= 4  # munged, slurmctld, slurmd, slurmstepd, the job
         root, conf = cluster.dir, cluster.conf
     assert cluster.processes() == []
-    assert not any(Path(f"/proc/{p}").exists() for p in running)
+    assert not [pid for pid in running if is_running(pid)]
     assert not root.exists() and not conf.exists()
 
 
@@ -216,3 +234,18 @@ def test_failed_submission_is_one_clear_error(slurm_cluster: SlurmCluster, tmp_p
         slurm.launch([BOGUS], tmp_path, level="smoke", seed=0, env=slurm_cluster.env,
                      sbatch_args=("--partition=no_such_partition",))
     assert "\n" not in str(e.value)
+
+
+def test_unavailable_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where Slurm is missing and cannot be installed, the reason (the skip message) says so."""
+    from regressions.regress import slurm_cluster
+
+    monkeypatch.setattr(slurm_cluster, "which", lambda name: None)
+    monkeypatch.setattr(slurm_cluster.os, "geteuid", lambda: 1000)
+    with pytest.raises(SlurmUnavailable, match=r"not installed \(slurmctld, slurmd, .*\) and installing it needs root"):
+        SlurmCluster()
+    monkeypatch.setattr(slurm_cluster.os, "geteuid", lambda: 0)
+    with pytest.raises(SlurmUnavailable, match="no apt-get to install it with"):
+        SlurmCluster()
+    with pytest.raises(SlurmUnavailable, match=r"Slurm is not installed"):
+        SlurmCluster(install=False)
