@@ -44,8 +44,8 @@ CFGROM_SDP_CAPS = {"sdp_bs": 0x8, "sdp_bn": 0x10, "sdp_ew": 0x20, "sdp_lut": 0x4
 #: PDP can); a DUT that sets it gets SDP->PDP traces reported not applicable instead of hanging.
 CFGROM_PDP_NO_SDP_FLYING = 0x1
 
-#: Called after every completed operation of every ``Dla`` with (engine names of the chain, the
-#: consumer-group register views, the status registers the engines reported). Regression coverage
+#: Called after every completed operation of every ``Dla`` with (its HwConfig, engine names of the chain,
+#: the consumer-group register views, the status registers the engines reported). Regression coverage
 #: samples configs here; the list is empty (and costs nothing) otherwise.
 OP_OBSERVERS: list = []
 
@@ -347,7 +347,7 @@ class Dla:
             st.consumer ^= 1
         self.history.append((tuple(e.name for e in chain), groups))
         for observer in OP_OBSERVERS:
-            observer(tuple(e.name for e in chain), views, reported)
+            observer(self.hw, tuple(e.name for e in chain), views, reported)
 
     def pending(self) -> list[str]:
         """Human-readable list of armed units still waiting, for timeout diagnostics."""

@@ -99,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             from regressions.regress.plan import test_env
 
             slurm.launch(plan.selected_units(), run_dir, level=level_name, seed=seed, lists_dir=args.lists,
-                         env=test_env(plan, run_dir, 1))
+                         env=test_env(plan, run_dir / "units", 1))
         else:
             from regressions.regress import local
 

@@ -93,15 +93,15 @@ def workers(jobs: str) -> int:
     return cpu_count() if jobs == "auto" else max(1, int(jobs))
 
 
-def test_env(plan: Plan, run_dir: Path, jobs: int) -> dict[str, str]:
-    """Environment of every test process: the level's sizes, the run seed, where coverage goes, and one
-    BLAS thread per core per worker (N workers each spawning all-core BLAS pools only thrash)."""
+def test_env(plan: Plan, out: Path, jobs: int) -> dict[str, str]:
+    """Environment of the test processes writing to ``out``: the level's sizes, the run seed, where
+    coverage goes (``DLA_COVERAGE=1`` levels; functional bins and Verilator line/toggle coverage), and
+    one BLAS thread per core per worker (N workers each spawning all-core BLAS pools only thrash)."""
     env = dict(os.environ)
     env.update(plan.level.env)
     env["FUZZ_SEED"] = str(plan.seed)
-    env["DLA_REGRESS_RUN"] = str(run_dir)
-    if env.get("DLA_RTL_COVERAGE") == "1":
-        env["DLA_RTL_COVERAGE_DIR"] = str(run_dir / "coverage" / "rtl")
+    if env.get("DLA_COVERAGE") == "1":
+        env["DLA_COVERAGE_DIR"] = str(out / "coverage")
     threads = str(max(1, cpu_count() // max(1, jobs)))
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env.setdefault(var, threads)
@@ -110,7 +110,8 @@ def test_env(plan: Plan, run_dir: Path, jobs: int) -> dict[str, str]:
 
 def pytest_command(run_dir: Path, out: Path, args: list[str], jobs: int | None) -> list[str]:
     """The pytest invocation of a run (``jobs`` workers via xdist) or of one unit (``jobs`` None)."""
-    cmd = [sys.executable, "-m", "pytest", "-p", "regressions.regress.plugin", "-p", "no:cacheprovider",
+    cmd = [sys.executable, "-m", "pytest", "-p", "regressions.regress.plugin", "-p", "regressions.coverage.plugin",
+           "-p", "no:cacheprovider",
            "--regress-units", str(run_dir / PLAN), "--regress-out", str(out), "-q", "-rfE",
            "--color=no", "-o", "console_output_style=count"]
     if jobs is not None and jobs > 1:

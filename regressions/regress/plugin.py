@@ -3,14 +3,14 @@
 - keeps only the tests of the selected units (``--regress-units``: a JSON plan, see ``regress.local``);
 - writes one result record per finished test to ``<--regress-out>/results.jsonl`` as it finishes (in the
   xdist controller, which also sees "worker crashed" reports), so an interrupted run loses nothing;
-- saves each failing test's full report under ``<out>/artifacts/<test>/log.txt``;
-- in every test process, samples functional coverage (``DLA_FUNC_COVERAGE=1``) and dumps it to
-  ``<out>/coverage/func-<worker>.json`` when the process ends.
+- saves each failing test's full report under ``<out>/artifacts/<test>/log.txt``.
+
+Coverage is ``regressions.coverage.plugin``'s job (loaded beside this one, on at levels with
+``DLA_COVERAGE=1``).
 """
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from pathlib import Path
@@ -121,26 +121,6 @@ class RegressPlugin:
                 self.writer.write(rec)
             self._partial.clear()
 
-    # ---- coverage ------------------------------------------------------------------------------
-    def start_coverage(self) -> bool:
-        if os.environ.get("DLA_FUNC_COVERAGE") != "1":
-            return False
-        if not self.worker and getattr(self.config.option, "numprocesses", None):
-            return False  # the xdist controller runs no tests
-        try:
-            from regressions.coverage import functional
-        except ImportError as e:
-            print(f"regress: functional coverage off: {e}")
-            return False
-        functional.install()
-        return True
-
-    def dump_coverage(self) -> None:
-        from regressions.coverage import functional
-
-        name = f"func-{self.worker or 'main'}-{os.getpid()}.json"
-        functional.dump(self.out / "coverage" / name)
-
 
 def _skip_reason(report: pytest.TestReport) -> str:
     longrepr = report.longrepr
@@ -160,14 +140,9 @@ def pytest_configure(config: pytest.Config) -> None:
     plugin = RegressPlugin(config, plan, Path(out))
     config.stash[_PLUGIN_KEY] = plugin
     config.pluginmanager.register(plugin, "regress-plugin")
-    plugin.coverage = plugin.start_coverage()  # type: ignore[attr-defined]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     plugin = config.stash.get(_PLUGIN_KEY, None)
-    if plugin is None:
-        return
-    if getattr(plugin, "coverage", False):
-        plugin.dump_coverage()
-    if plugin.writer is not None:
+    if plugin is not None and plugin.writer is not None:
         plugin.writer.close()

@@ -67,7 +67,7 @@ def _trend(records: list[Record], prev: dict | None) -> dict | None:
 
 def _coverage(run_dir: Path) -> dict:
     try:
-        from regressions.coverage import summarize
+        from regressions.coverage.functional import summarize
     except ImportError as e:
         return {"error": f"coverage unavailable: {e}"}
     try:
