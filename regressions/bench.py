@@ -31,7 +31,8 @@ Sections and keys (rates are best-of-``repeat``; wall times are one run unless s
     written by ``tb.bench.run_job``) over the testbench's wall seconds of the passing traces, i.e. the
     rate while simulating, without simulator start-up; ``verilator_icarus_speed_ratio``;
   - ``rtl_{sim}_cycles_per_s`` (same value, older name), ``rtl_{sim}_seconds_per_trace``,
-    ``rtl_cycles_simulated`` (per simulator: both run the same traces, so the same cycles).
+    ``rtl_cycles_simulated`` (per simulator: both run the same traces, so the same cycles),
+    ``rtl_dut_build`` {sim: {cached, seconds}}.
 ``compile``: ``compile_zoo_seconds`` {model: {config: s}} for ``regressions.zoo.ZOO`` (frontend, passes,
   codegen, one random calibration input); ``compile_resnet50_seconds`` (nv_small, target < 10 s) and
   ``compile_resnet50_seconds_by_config`` for a generated ResNet-50-sized ONNX graph (224x224, 25.5 M
@@ -322,6 +323,19 @@ def rtl_paths(nv_small: Path, limit: int | None) -> list[Path]:
     return picked
 
 
+def build_dut(simulator: str, config: str = "nv_small"):
+    """Build our RTL for ``config`` as ``dla trace --target SIMULATOR`` does (same spec, same cache
+    directory), so the timed run that follows reuses it; returns the ``tb.runner.Build``."""
+    from runtime.suite import TargetSetupError
+    from tb.runner import BuildError, SimulatorUnavailable, build
+    from tb.suite import builtin_dut
+
+    try:
+        return build(builtin_dut(config), simulator)
+    except (SimulatorUnavailable, BuildError, TargetSetupError) as exc:
+        raise BenchError(f"cannot build our RTL for {simulator}: {exc}") from None
+
+
 def simulated_rate(run: SuiteRun) -> tuple[int, float, int]:
     """(cycles, testbench seconds, traces) summed over the passing traces of a simulator run."""
     ran = [t for t in run.traces if t.get("status") == "PASS" and "cycles" in t.get("metrics", {})]
@@ -359,8 +373,13 @@ class RegressRun:
     jobs: int
     seconds: float  # the regression's own wall_seconds, else the process wall time
     process_seconds: float
+    #: CPU seconds (user + system) of the regression and its workers: cpu_seconds / process_seconds near
+    #: 1 with 2 workers means the machine had only one core to spare, whatever the speedup says.
+    cpu_seconds: float
     returncode: int
     source: str  # "summary" or "process"
+    counts: dict | None = None  # the summary's test counts
+    load_average: float | None = None  # 1-minute load average when the run started
 
 
 def regress_summary(out: Path) -> dict | None:
@@ -376,21 +395,42 @@ def run_regress(command: str, jobs: int, *, python: str = sys.executable, level:
     with tempfile.TemporaryDirectory(prefix="dla-bench-regress-") as tmp:
         out = Path(tmp) / "out"
         cmd = [tok.format(python=python, level=level, jobs=jobs, out=out) for tok in shlex.split(command)]
+        load = _load_average()
+        cpu0 = _children_cpu_seconds()
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise BenchError(f"regress --jobs {jobs} did not finish within {timeout:.0f} s") from None
         process_seconds = time.perf_counter() - t0
+        cpu_seconds = _children_cpu_seconds() - cpu0
         summary = regress_summary(out)
         if summary is None:
             tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-3:]
             raise BenchError(f"`{shlex.join(cmd)}` exited {proc.returncode} without {out}/latest/summary.json: "
                              + " | ".join(tail))
     wall = summary.get("wall_seconds")
+    counts = summary.get("counts") if isinstance(summary.get("counts"), dict) else None
     if isinstance(wall, (int, float)) and wall > 0:
-        return RegressRun(jobs, float(wall), process_seconds, proc.returncode, "summary")
-    return RegressRun(jobs, process_seconds, process_seconds, proc.returncode, "process")
+        return RegressRun(jobs, float(wall), process_seconds, cpu_seconds, proc.returncode, "summary", counts, load)
+    return RegressRun(jobs, process_seconds, process_seconds, cpu_seconds, proc.returncode, "process", counts, load)
+
+
+def _children_cpu_seconds() -> float:
+    """User + system CPU seconds of every finished child process (and the children they waited for)."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 # ---- sections ---------------------------------------------------------------------------------------------
@@ -436,10 +476,12 @@ def section_rtl(b: Bench) -> None:
     failed: list[str] = []
     for sim in SIMULATORS:
         try:
-            b.say(f"{sim}: DUT build (untimed, cached in build/sim) ...")
+            b.say(f"{sim}: DUT build (untimed; reused when cached) ...")
             t0 = time.perf_counter()
-            run_trace_suite(b.python, rtl_paths(b.nv_small, 1), sim, jobs=1)
-            b.say(f"  ready in {time.perf_counter() - t0:.1f} s")
+            built = build_dut(sim)
+            r.setdefault("rtl_dut_build", {})[sim] = {"cached": built.cached, "seconds": built.seconds}
+            b.say(f"  {built.directory.name}: " + ("cached" if built.cached else f"built in {built.seconds:.1f} s")
+                  + f" ({time.perf_counter() - t0:.1f} s)")
             b.say(f"{sim}: dla trace {what} -j {SUITE_JOBS} ...")
             run = run_trace_suite(b.python, paths, sim)
         except BenchError as exc:
@@ -474,8 +516,8 @@ def section_compile(b: Bench) -> None:
         model = build(0)
         times = by_model.setdefault(name, {})
         for cfg in b.sizes.zoo_configs:
-            times[cfg], ops = compile_seconds(model, cfg, repeat=b.sizes.repeat)
-        b.say(f"zoo {name}: " + ", ".join(f"{c} {t * 1e3:.0f} ms" for c, t in times.items()) + f" ({ops} DLA ops)")
+            times[cfg], _ = compile_seconds(model, cfg, repeat=b.sizes.repeat)
+        b.say(f"zoo {name}: " + ", ".join(f"{c} {t * 1e3:.0f} ms" for c, t in times.items()))
     if not b.sizes.resnet50_configs:
         return
     from regressions.zoo.resnet50 import build_resnet50
@@ -503,10 +545,13 @@ def section_regress(b: Bench) -> None:
     runs: list[RegressRun] = []
     for i in range(b.regress_repeat):
         for jobs in (1, 2):  # interleaved, so a change in machine load hits both alike
-            b.say(f"regress --level {b.regress_level} --jobs {jobs}" + (f" (round {i + 1})" if b.regress_repeat > 1 else "") + " ...")
+            round_note = f" (round {i + 1})" if b.regress_repeat > 1 else ""
+            b.say(f"regress --level {b.regress_level} --jobs {jobs}{round_note} ...")
             run = run_regress(b.regress_cmd, jobs, **kw)
             runs.append(run)
-            b.say(f"  {run.seconds:.1f} s ({run.source}; process {run.process_seconds:.1f} s, exit {run.returncode})")
+            b.say(f"  {run.seconds:.1f} s ({run.source}; process {run.process_seconds:.1f} s, "
+                  f"{run.cpu_seconds / max(run.process_seconds, 1e-9):.2f} cores busy, load {run.load_average}, "
+                  f"exit {run.returncode}{', ' + _counts(run.counts) if run.counts else ''})")
     best = {jobs: min(x.seconds for x in runs if x.jobs == jobs) for jobs in (1, 2)}
     r["regress_level"] = b.regress_level
     r["regress_seconds_1"], r["regress_seconds_2"] = best[1], best[2]
@@ -515,6 +560,10 @@ def section_regress(b: Bench) -> None:
     b.say(f"speedup with 2 workers: {best[1] / best[2]:.2f}x (target >= {TARGETS['regress_parallel_speedup'][1]})")
     if any(x.returncode for x in runs):
         b.say("  note: some regression runs exited non-zero (failures are timed like passes)")
+
+
+def _counts(counts: dict) -> str:
+    return ", ".join(f"{v} {k}" for k, v in counts.items() if k != "total" and v)
 
 
 #: Sections in run order: name -> (what, function).
@@ -675,6 +724,7 @@ def main(argv: list[str] | None = None) -> int:
         timings[name] = time.perf_counter() - t0
         bench.say(f"done in {timings[name]:.1f} s")
     results["section_seconds"] = timings
+    results["machine"]["load_average_end"] = _load_average()
     results["bench_seconds"] = time.perf_counter() - started
     results["targets"] = targets_report(results)
     results["errors"] = errors
