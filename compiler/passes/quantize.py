@@ -27,6 +27,7 @@ from compiler.passes import CompileContext
 #: Extra fraction bits of the internal SDP scale below the output scale (precision headroom).
 HEADROOM_BITS = 10
 I16 = 32767
+I32 = 2**31 - 1
 MAX_SHIFT = 63
 MAX_ALU_SHIFT = 31
 #: Range margin of average-pooling outputs (PDP wraps instead of saturating).
@@ -95,12 +96,18 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
             if r in group_max and r not in widened:
                 group_max[r] *= OUTPUT_HEADROOM
                 widened.add(r)
+    # A tensor that is zero on every calibration input (a dead ReLU, a conv reading only padding) says
+    # nothing about its range. A vanishing scale there would put the next layer's bias beyond the 32-bit
+    # SDP ALU and its requantization beyond a 16-bit multiplier, so it takes the network input's range.
+    inputs = [group_max[uf.find(t)] for t in g.inputs if group_max.get(uf.find(t), 0.0) > 0.0]
+    nonzero = [v for v in group_max.values() if v > 0.0]
+    reference = max(inputs) if inputs else (max(nonzero) if nonzero else 1.0)
     scales = {}
     for t in tensors:
         r = uf.find(t)
         if r not in group_max:
             raise ValueError(f"tensor {t!r} has no calibration range")
-        scales[t] = max(group_max[r], 1e-6) / 127.0
+        scales[t] = (group_max[r] if group_max[r] > 0.0 else reference) / 127.0
     return scales
 
 
@@ -122,8 +129,12 @@ def fixed(values: np.ndarray, limit: int = I16, max_shift: int = MAX_SHIFT) -> t
 
 
 def coarse(values: np.ndarray, limit: int = I16, max_shift: int = MAX_ALU_SHIFT) -> tuple[np.ndarray, int]:
-    """Integers q and the smallest shift with q << shift ~= values and |q| <= limit (ALU operands)."""
+    """Integers q and the smallest shift with q << shift ~= values and |q| <= limit (ALU operands).
+    The shifted operand must stay inside the SDP ALU's 32-bit range, or the hardware saturates it."""
     values = np.asarray(values, dtype=np.float64)
+    peak = float(np.max(np.abs(values), initial=0))
+    if peak > I32:
+        raise OverflowError(f"bias of {peak:.4g} accumulator steps exceeds the 32-bit SDP ALU")
     for shift in range(max_shift + 1):
         q = np.rint(values / 2.0 ** shift)
         if np.max(np.abs(q), initial=0) <= limit:
