@@ -3,7 +3,8 @@
 hypothesis draws the layers in the pytest process; each becomes a register program, the golden model gives
 its output CRC, and the program is saved as an NVDLA trace checking that CRC. All traces then run in one
 simulation of one DUT build (STYLE: configs go to the simulator as data). ``DLA_RTL_DIFF_EXAMPLES`` sets
-how many layers (20 in ``make test``, 200 in ``make regress``); ``DLA_RTL_DIFF_SIM`` the simulator.
+how many layers (20 in ``make test``, 200 at ``make regress`` level ci); both simulators run them
+(``DLA_RTL_DIFF_SIM`` picks one).
 """
 from __future__ import annotations
 
@@ -18,17 +19,17 @@ from hypothesis import strategies as st
 
 from golden import Dla, get_config
 from regressions import programs
-from regressions.strategies import pool_layers, sdp_layers
+from regressions.fuzz.strategies import pool_layers, sdp_layers
 from runtime.suite import PASS, run_batch
 
 EXAMPLES = int(os.environ.get("DLA_RTL_DIFF_EXAMPLES", "20"))
-SIMULATOR = os.environ.get("DLA_RTL_DIFF_SIM", "verilator")
+SIMULATORS = [s for s in ("verilator", "icarus") if os.environ.get("DLA_RTL_DIFF_SIM", s) == s]
 CONFIG = "nv_small"
 
 pytestmark = pytest.mark.rtl
 
 
-def save_traces(layers, directory: Path) -> list[tuple[str, str, str]]:
+def save_traces(layers, directory: Path, simulator: str) -> list[tuple[str, str, str]]:
     hw = get_config(CONFIG)
     jobs = []
     for i, layer in enumerate(layers):
@@ -37,7 +38,7 @@ def save_traces(layers, directory: Path) -> list[tuple[str, str, str]]:
         golden_out = program.run(Dla(hw))
         name = f"{i:03d}_{kind}"
         cfg = program.write_trace(directory / name, name, zlib.crc32(golden_out))
-        jobs.append((str(cfg), CONFIG, SIMULATOR))
+        jobs.append((str(cfg), CONFIG, simulator))
     return jobs
 
 
@@ -56,12 +57,13 @@ def draw_layers(count: int) -> list:
     return layers
 
 
-def test_pdp_and_sdp_layers_are_byte_identical_on_rtl():
+@pytest.mark.parametrize("simulator", SIMULATORS)
+def test_pdp_and_sdp_layers_are_byte_identical_on_rtl(simulator):
     layers = draw_layers(EXAMPLES)
     assert len(layers) >= EXAMPLES
     with tempfile.TemporaryDirectory(prefix="rtl_diff_") as tmp:
-        jobs = save_traces(layers, Path(tmp))
-        outcomes = list(run_batch(SIMULATOR, jobs, workers=1))
+        jobs = save_traces(layers, Path(tmp), simulator)
+        outcomes = list(run_batch(simulator, jobs, workers=1))
     assert len(outcomes) == len(jobs)
     bad = [f"{o.name}: {o.status} {o.detail}" for o in outcomes if o.status != PASS]
     assert not bad, f"{len(bad)} of {len(jobs)} layers differ from golden:\n" + "\n".join(bad)
