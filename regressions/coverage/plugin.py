@@ -26,8 +26,13 @@ def _coverage_dir() -> Path | None:
     return Path(value).resolve() if value else None
 
 
+_WORKER = ["main"]
+
+
 def _worker() -> str:
-    return os.environ.get("PYTEST_XDIST_WORKER", "main")
+    """This process's xdist worker id ("main" outside xdist). Read from the config, not from
+    ``$PYTEST_XDIST_WORKER``, which a pytest started by a test inherits from its worker."""
+    return _WORKER[0]
 
 
 def _compact_rtl() -> None:
@@ -41,6 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
     directory = _coverage_dir()
     if directory is None:
         return
+    _WORKER[0] = getattr(config, "workerinput", {}).get("workerid", "main")
     functional.install()
     os.environ.setdefault(RTL_COVERAGE_ENV, str(directory / "rtl"))
 
