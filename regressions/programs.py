@@ -175,7 +175,7 @@ def place_operands(p: Program, prm, c: int, h: int, w: int, atom: int, operand_b
 
 
 def program_sdp(hw: HwConfig, layer: SdpLayer) -> Program:
-    from compiler.codegen.sdp import emit_sdp
+    from compiler.codegen.sdp import emit_sdp, sdp_enables
 
     atom = hw.atom_elements()
     c, h, w = layer.x.shape
@@ -185,7 +185,10 @@ def program_sdp(hw: HwConfig, layer: SdpLayer) -> Program:
     p.output = (DST_BASE, -(-c // atom) * dst.surface_stride)
     operands = place_operands(p, layer.params, c, h, w, atom, layer.operand_bytes)
     regs = RegProgram(hw)
-    emit_sdp(regs, packed_cube(SRC_BASE, c, h, w, atom), dst, layer.params, operands)
+    needs_rdma = emit_sdp(regs, packed_cube(SRC_BASE, c, h, w, atom), dst, layer.params, operands, enable=False)
+    # The LUT and saturation counters on: coverage sees which LUT paths and saturation an example hit.
+    regs.reg("SDP", "D_PERF_ENABLE", PERF_LUT_EN=1, PERF_SAT_EN=1)
+    sdp_enables(regs, needs_rdma)
     p.extend(regs)
     return p
 

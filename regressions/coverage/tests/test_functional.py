@@ -39,9 +39,10 @@ def cube(c: int, h: int, w: int, seed: int = 0) -> np.ndarray:
 
 
 def run_sdp(params: SdpParams, x: np.ndarray, perf: int = 0) -> Dla:
+    """``program_sdp`` turns the LUT and saturation counters on; ``perf`` replaces its D_PERF_ENABLE."""
     program = programs.program_sdp(HW, programs.SdpLayer(x, params))
-    if perf:  # before the two D_OP_ENABLE writes that start the operation
-        program.writes.insert(-2, ("NVDLA_SDP.D_PERF_ENABLE_0", perf))
+    at = [name for name, _ in program.writes].index("NVDLA_SDP.D_PERF_ENABLE_0")
+    program.writes[at] = ("NVDLA_SDP.D_PERF_ENABLE_0", perf)
     dla = Dla(HW)
     program.run(dla)
     return dla
