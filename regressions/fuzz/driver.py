@@ -213,14 +213,17 @@ class Run:
     def wants_more(self, pair: Pair) -> bool:
         return not pair.failed and (self.o.examples is None or pair.examples < self.o.examples)
 
+    def next_pair(self, pairs: list[Pair]) -> Pair | None:
+        """The pair that has had the least time so far (ties: list order), or None when the budget is
+        spent or no pair wants more examples."""
+        if self.remaining() <= 0:
+            return None
+        active = [p for p in pairs if self.wants_more(p)]
+        return min(active, key=lambda p: (p.seconds, pairs.index(p))) if active else None
+
     # ---- golden
     def fuzz_golden(self, pairs: list[Pair]) -> None:
-        order = {id(p): i for i, p in enumerate(pairs)}
-        while self.remaining() > 0:
-            active = [p for p in pairs if self.wants_more(p)]
-            if not active:
-                break
-            pair = min(active, key=lambda p: (p.seconds, order[id(p)]))
+        while (pair := self.next_pair(pairs)) is not None:
             index = pair.chunks
             count = chunk_size(index)
             if self.o.examples is not None:
@@ -264,12 +267,7 @@ class Run:
     def fuzz_rtl(self, pairs: list[Pair]) -> None:
         from runtime.suite import PASS, run_batch
 
-        order = {id(p): i for i, p in enumerate(pairs)}
-        while self.remaining() > 0:
-            active = [p for p in pairs if self.wants_more(p)]
-            if not active:
-                break
-            pair = min(active, key=lambda p: (p.seconds, order[id(p)]))
+        while (pair := self.next_pair(pairs)) is not None:
             index = pair.chunks
             count = RTL_BATCH if self.o.examples is None else min(RTL_BATCH, self.o.examples - pair.examples)
             cseed = chunk_seed(self.o.seed, pair.prop.name, pair.config, index)

@@ -132,6 +132,25 @@ def channels(hw: HwConfig | None, max_atoms: int = 2, limit: int | None = None) 
     return st.one_of(st.integers(1, top), st.integers(1, max(1, top // atom)).map(lambda n: min(n * atom, top)))
 
 
+def lut_index_and_slopes(f, select, offset_typical: tuple[int, int]) -> dict[str, int]:
+    """The ``S_LUT_*`` fields SDP's and CDP's LUTs share (index offset and selects, priorities, under- and
+    overflow slopes): ``f(register, field, typical=None, signed=...)`` draws one field of the unit,
+    ``select(table, depth_bits)`` an index select."""
+    return dict(
+        le_index_offset=f("S_LUT_INFO", "LUT_LE_INDEX_OFFSET", offset_typical),
+        le_index_select=select("LE", 6),
+        lo_index_select=select("LO", 8),
+        uflow_priority=f("S_LUT_CFG", "LUT_UFLOW_PRIORITY", signed=False),
+        oflow_priority=f("S_LUT_CFG", "LUT_OFLOW_PRIORITY", signed=False),
+        hybrid_priority=f("S_LUT_CFG", "LUT_HYBRID_PRIORITY", signed=False),
+        **{f"{t}_slope_{k}_scale": f(f"S_LUT_{t.upper()}_SLOPE_SCALE", f"LUT_{t.upper()}_SLOPE_{k.upper()}_SCALE",
+                                     (-1024, 1024))
+           for t in ("le", "lo") for k in ("uflow", "oflow")},
+        **{f"{t}_slope_{k}_shift": f(f"S_LUT_{t.upper()}_SLOPE_SHIFT", f"LUT_{t.upper()}_SLOPE_{k.upper()}_SHIFT")
+           for t in ("le", "lo") for k in ("uflow", "oflow")},
+    )
+
+
 def configs_with(predicate) -> tuple[str, ...]:
     """Preset names whose config satisfies ``predicate`` (e.g. ``lambda hw: hw.sdp_ew``)."""
     return tuple(name for name, hw in PRESETS.items() if predicate(hw))

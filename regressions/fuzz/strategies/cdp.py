@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from golden.config import HwConfig
 from regressions import programs
 from regressions.fuzz.strategies import (
+    lut_index_and_slopes,
     atom_elements,
     bypassed,
     channels,
@@ -70,17 +71,7 @@ def _lut(draw, hw: HwConfig | None, sum_bits: int, signed_sum: bool) -> ref_cdp.
         le_end=edge("LE", "END", (0, span)),
         lo_start=edge("LO", "START", start),
         lo_end=edge("LO", "END", (0, span)),
-        le_index_offset=f("S_LUT_INFO", "LUT_LE_INDEX_OFFSET", (-4, 8)),
-        le_index_select=select("LE", 6),
-        lo_index_select=select("LO", 8),
-        uflow_priority=f("S_LUT_CFG", "LUT_UFLOW_PRIORITY", signed=False),
-        oflow_priority=f("S_LUT_CFG", "LUT_OFLOW_PRIORITY", signed=False),
-        hybrid_priority=f("S_LUT_CFG", "LUT_HYBRID_PRIORITY", signed=False),
-        **{f"{t}_slope_{k}_scale": f(f"S_LUT_{t.upper()}_SLOPE_SCALE", f"LUT_{t.upper()}_SLOPE_{k.upper()}_SCALE",
-                                     (-1024, 1024))
-           for t in ("le", "lo") for k in ("uflow", "oflow")},
-        **{f"{t}_slope_{k}_shift": f(f"S_LUT_{t.upper()}_SLOPE_SHIFT", f"LUT_{t.upper()}_SLOPE_{k.upper()}_SHIFT")
-           for t in ("le", "lo") for k in ("uflow", "oflow")},
+        **lut_index_and_slopes(f, select, (-4, 8)),
     )
 
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from golden.config import HwConfig
 from regressions import programs
 from regressions.fuzz.strategies import (
+    lut_index_and_slopes,
     atom_elements,
     bypassed,
     channels,
@@ -155,17 +156,7 @@ def _lut(draw, hw: HwConfig | None, bits: int) -> ref_sdp.SdpLut:
         le_end=f("S_LUT_LE_END", "LUT_LE_END", (-span, span)),
         lo_start=f("S_LUT_LO_START", "LUT_LO_START", (-span, span // 4)),
         lo_end=f("S_LUT_LO_END", "LUT_LO_END", (-span, span)),
-        le_index_offset=f("S_LUT_INFO", "LUT_LE_INDEX_OFFSET", (-8, 8)),
-        le_index_select=select("LE", 6),
-        lo_index_select=select("LO", 8),
-        uflow_priority=f("S_LUT_CFG", "LUT_UFLOW_PRIORITY", signed=False),
-        oflow_priority=f("S_LUT_CFG", "LUT_OFLOW_PRIORITY", signed=False),
-        hybrid_priority=f("S_LUT_CFG", "LUT_HYBRID_PRIORITY", signed=False),
-        **{f"{t}_slope_{k}_scale": f(f"S_LUT_{t.upper()}_SLOPE_SCALE", f"LUT_{t.upper()}_SLOPE_{k.upper()}_SCALE",
-                                     (-1024, 1024))
-           for t in ("le", "lo") for k in ("uflow", "oflow")},
-        **{f"{t}_slope_{k}_shift": f(f"S_LUT_{t.upper()}_SLOPE_SHIFT", f"LUT_{t.upper()}_SLOPE_{k.upper()}_SHIFT")
-           for t in ("le", "lo") for k in ("uflow", "oflow")},
+        **lut_index_and_slopes(f, select, (-8, 8)),
     )
 
 
