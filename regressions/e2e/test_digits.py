@@ -7,6 +7,7 @@ import pytest
 
 from compiler.driver import compile_graph
 from compiler.frontend import onnx as onnx_frontend
+from regressions.float_reference import session
 from runtime.executor import Network
 
 digits = pytest.importorskip("regressions.zoo.digits")
@@ -24,8 +25,7 @@ def test_digits_int8_accuracy_within_one_point(config: str) -> None:
     pred = np.argmax(out[ld.outputs[0]].reshape(len(x), -1), axis=1)
     int8_acc = float(np.mean(pred == y))
     # The float network's accuracy on the same scored images, from onnxruntime.
-    ort = pytest.importorskip("onnxruntime")
-    sess = ort.InferenceSession(d.model.SerializeToString(), providers=["CPUExecutionProvider"])
+    sess = session(d.model)
     ref = np.concatenate([sess.run(None, {g.inputs[0]: x[i:i + 1]})[0] for i in range(len(x))])
     float_acc = float(np.mean(np.argmax(ref.reshape(len(x), -1), axis=1) == y))
     print(f"digits on {config}: float {float_acc:.4f}, int8 golden {int8_acc:.4f} ({len(y)} images)")

@@ -22,6 +22,7 @@ from compiler.driver import compile_graph  # noqa: E402
 from compiler.frontend import caffe as caffe_frontend  # noqa: E402
 from compiler.frontend import onnx as onnx_frontend  # noqa: E402
 from regressions.e2e.layers import replay_all  # noqa: E402
+from regressions.float_reference import session  # noqa: E402
 from regressions.zoo import ZOO  # noqa: E402
 from regressions.zoo.to_caffe import to_caffe  # noqa: E402
 from runtime.executor import Network  # noqa: E402
@@ -40,7 +41,7 @@ def model(name: str):
 @functools.lru_cache(maxsize=None)
 def float_outputs(name: str, samples: int) -> tuple[np.ndarray, list[list[np.ndarray]]]:
     m = model(name)
-    sess = onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    sess = session(m)
     shape = [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim]
     rng = np.random.default_rng(1234)
     xs = rng.standard_normal((samples, *shape[1:])).astype(np.float32)

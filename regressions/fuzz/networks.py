@@ -631,9 +631,9 @@ def _feeds(spec: NetSpec) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
 
 def reference_outputs(model: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
     """onnxruntime's float outputs of ``model`` on ``x``, in graph output order."""
-    import onnxruntime
+    from regressions.float_reference import session
 
-    sess = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    sess = session(model)
     return [np.asarray(v, dtype=np.float64) for v in sess.run(None, {"x": x})]
 
 

@@ -46,6 +46,13 @@ def publish_latest(out: Path, run_dir: Path) -> None:
     tmp.replace(out / "latest")
 
 
+def previous_durations(run_dir: Path) -> dict[str, float]:
+    """Seconds each test took in an earlier run (its records)."""
+    from regressions.regress.results import read_records
+
+    return {rec.nodeid: round(rec.duration, 3) for rec in read_records(run_dir)}
+
+
 def _rerun_nodeids(spec: str, out: Path) -> tuple[list[str], Path]:
     """``failed`` = the latest run's failed.txt; anything else is a run folder or a failed.txt path."""
     path = out / "latest" if spec == "failed" else Path(spec)
@@ -81,10 +88,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not selected:
         raise ListError(f"level {level_name}: no unit matches --tags/--units")
     seed = args.seed if args.seed is not None else int(os.environ.get("FUZZ_SEED") or random.randrange(2**32))
+    previous = out / "latest"
+    durations = previous_durations(previous) if previous.is_dir() else {}
     run_dir = new_run_dir(out)
     plan = Plan(level=levels[level_name], units=[u.to_json() for u in units], selected=selected, seed=seed,
                 jobs=str(args.jobs), launcher=args.launcher, design_hash=lists.design_hash(), nodeids=nodeids,
-                rerun_of=rerun_of, git=git_commit(), command=" ".join(sys.argv))
+                rerun_of=rerun_of, durations=durations, git=git_commit(), command=" ".join(sys.argv))
     plan.write(run_dir)
     for u in plan.selected_units():
         for pattern in u.missing():
@@ -99,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             from regressions.regress.plan import test_env
 
             slurm.launch(plan.selected_units(), run_dir, level=level_name, seed=seed, lists_dir=args.lists,
-                         env=test_env(plan, run_dir / "units", 1))
+                         env=test_env(plan, run_dir / "units"))
         else:
             from regressions.regress import local
 

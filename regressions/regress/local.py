@@ -57,7 +57,7 @@ def launch(plan: Plan, run_dir: Path) -> int:
     if not args:
         return 5  # pytest's "no tests collected"
     cmd = pytest_command(run_dir, run_dir / "local", args, jobs)
-    return run_pytest(cmd, test_env(plan, run_dir / "local", jobs))
+    return run_pytest(cmd, test_env(plan, run_dir / "local"))
 
 
 def run_unit(run_dir: Path, unit_id: str, seed: int | None = None, level: str | None = None) -> int:
@@ -82,7 +82,7 @@ def run_unit(run_dir: Path, unit_id: str, seed: int | None = None, level: str | 
         if args:
             cmd = pytest_command(run_dir, out, args, None)
             cmd.insert(cmd.index("--"), f"--regress-only={unit_id}")
-            status = run_pytest(cmd, test_env(plan, out, 1), log=out / "pytest.log")
+            status = run_pytest(cmd, test_env(plan, out), log=out / "pytest.log")
     finally:
         records = [r for r in read_records(out) if r.unit == unit_id]
         if status not in (0, 1, 5) and not records:

@@ -34,6 +34,8 @@ class Plan:
     #: Exact node ids to run instead of whole units (``RERUN=failed``).
     nodeids: list[str] | None = None
     rerun_of: str | None = None
+    #: Seconds each test took in the previous run: the longest start first (less idle tail).
+    durations: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.time)
     host: str = field(default_factory=socket.gethostname)
     git: str = ""
@@ -93,18 +95,18 @@ def workers(jobs: str) -> int:
     return cpu_count() if jobs == "auto" else max(1, int(jobs))
 
 
-def test_env(plan: Plan, out: Path, jobs: int) -> dict[str, str]:
+def test_env(plan: Plan, out: Path) -> dict[str, str]:
     """Environment of the test processes writing to ``out``: the level's sizes, the run seed, where
     coverage goes (``DLA_COVERAGE=1`` levels; functional bins and Verilator line/toggle coverage), and
-    one BLAS thread per core per worker (N workers each spawning all-core BLAS pools only thrash)."""
+    one BLAS/onnxruntime thread and one simulation at a time per worker whatever ``JOBS`` is: parallelism is the workers' (N workers
+    each spawning all-core pools only thrash), and float references do not change with ``JOBS``."""
     env = dict(os.environ)
     env.update(plan.level.env)
     env["FUZZ_SEED"] = str(plan.seed)
     if env.get("DLA_COVERAGE") == "1":
         env["DLA_COVERAGE_DIR"] = str(out / "coverage")
-    threads = str(max(1, cpu_count() // max(1, jobs)))
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env.setdefault(var, threads)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "DLA_SIM_WORKERS"):
+        env.setdefault(var, "1")
     return env
 
 

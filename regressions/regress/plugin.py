@@ -36,6 +36,7 @@ class RegressPlugin:
         only = config.getoption("--regress-only")
         self.selected = {only} if only else set(plan["selected"])
         self.seed = plan.get("seed")
+        self.durations: dict[str, float] = plan.get("durations") or {}
         self.worker = getattr(config, "workerinput", {}).get("workerid", "")
         #: Only the process that sees every report writes records: the xdist controller, or a lone pytest.
         self.writer = RecordWriter(out) if not self.worker else None
@@ -50,7 +51,12 @@ class RegressPlugin:
             (keep if unit is not None and unit.id in self.selected else drop).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
-            items[:] = keep
+        if self.durations:
+            # Longest first (durations of the previous run; a stable sort keeps the file order of equals),
+            # so a long test does not start last while the other workers idle. Every xdist worker sorts
+            # the same way, so their collections stay identical.
+            keep.sort(key=lambda item: -self.durations.get(item.nodeid, UNKNOWN_SECONDS))
+        items[:] = keep
 
     # ---- results -------------------------------------------------------------------------------
     def _record(self, nodeid: str) -> Record:
@@ -128,6 +134,9 @@ def _skip_reason(report: pytest.TestReport) -> str:
         return str(longrepr[2]).removeprefix("Skipped: ")
     return str(report.longreprtext or "")
 
+
+#: Ordering weight of a test the previous run did not have.
+UNKNOWN_SECONDS = 1.0
 
 _PLUGIN_KEY = pytest.StashKey[RegressPlugin]()
 

@@ -3,6 +3,8 @@ the golden model passes on the RTL too unless the DUT's CFGROM says it lacks an 
 (then it is N/A naming that engine). This is issue 3's trace acceptance, measured on every `make test`."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from conftest import nvdla_traces_root
@@ -11,6 +13,8 @@ from runtime.trace import find_traces
 from tb.suite import run_traces
 
 pytestmark = pytest.mark.rtl
+#: Simulations at once; `make regress` gives each xdist worker one core (DLA_SIM_WORKERS=1).
+SIM_WORKERS = int(os.environ.get("DLA_SIM_WORKERS", "2"))
 
 
 @pytest.mark.parametrize("simulator", ["verilator", "icarus"])
@@ -19,7 +23,7 @@ def test_nv_small_traces_on_our_rtl(simulator, pytestconfig):
     if not root.is_dir():
         pytest.skip(f"no NVDLA traces under {root}")
     cfgs = find_traces(root)
-    rtl = {o.name: o for o in run_traces([(c, "nv_small") for c in cfgs], simulator, workers=2)}
+    rtl = {o.name: o for o in run_traces([(c, "nv_small") for c in cfgs], simulator, workers=SIM_WORKERS)}
     golden = {o.name: o for o in (run_trace(str(c), "nv_small") for c in cfgs)}
     assert rtl.keys() == golden.keys()
     broken = [o.line() for o in rtl.values() if o.status in (FAIL, ERROR)]
