@@ -113,7 +113,12 @@ class RegressPlugin:
         parts = [f"# {rec.nodeid}", f"outcome: {rec.outcome}", f"seed: {rec.seed}", "", rec.longrepr]
         for title, content in report.sections:
             parts += ["", f"---- {title} ----", content]
-        (folder / "log.txt").write_text("\n".join(parts), encoding="utf-8")
+        text = "\n".join(parts)
+        (folder / "log.txt").write_text(text, encoding="utf-8")
+        # Simulator logs, waveforms and results the failure names (tb keeps each simulation's folder).
+        named = sorted({m for m in _PATHS.findall(text) if Path(m).is_file()})
+        for i, path in enumerate(named[:MAX_LINKS]):
+            rec.properties[f"{'waves' if path.endswith(_WAVES) else 'log'}{i}"] = path
         return str(folder)
 
     def pytest_sessionfinish(self) -> None:
@@ -134,6 +139,11 @@ def _skip_reason(report: pytest.TestReport) -> str:
         return str(longrepr[2]).removeprefix("Skipped: ")
     return str(report.longreprtext or "")
 
+
+#: Absolute paths of logs and waveforms in a failure's text, linked from the report.
+_WAVES = (".vcd", ".fst", ".ghw")
+_PATHS = re.compile(r"(/[^\s:'\"()\[\]]+\.(?:log|vcd|fst|ghw|xml))")
+MAX_LINKS = 8
 
 #: Ordering weight of a test the previous run did not have.
 UNKNOWN_SECONDS = 1.0

@@ -227,6 +227,7 @@ def markdown(summary: dict, plots: dict[str, str]) -> str:
             out.append(f"- `{f['nodeid']}` ({f['outcome']}): {f['message']}")
             out.append(f"  - reproduce: `FUZZ_SEED={f['seed']} .venv/bin/python -m pytest '{f['nodeid']}'`"
                        + (f"; log: {f['artifacts']}/log.txt" if f["artifacts"] else ""))
+            out += [f"  - {k}: {v}" for k, v in sorted(f["properties"].items()) if k.startswith(("log", "waves"))]
         out += ["", "Rerun exactly these: `make regress RERUN=failed` (add `WAVES=1` for waveforms).", ""]
     t = summary["trend"]
     if t:
@@ -271,7 +272,7 @@ def page(summary: dict, plots: dict[str, str]) -> str:
         if f["artifacts"]:
             links.append(f'<a href="{e(f["artifacts"])}/log.txt">log</a>')
         for key, value in f["properties"].items():
-            if key in ("log", "waves", "sim_dir") or value.endswith((".vcd", ".fst", ".log")):
+            if key.startswith(("log", "waves", "sim_dir")) or value.endswith((".vcd", ".fst", ".log")):
                 links.append(f'<a href="file://{e(value)}">{e(key)}</a>')
         fails.append(f"<tr><td><code>{e(f['nodeid'])}</code></td><td>{e(f['outcome'])}</td>"
                      f"<td>{e(f['message'])}</td><td>{f['seed']}</td><td>{' '.join(links)}</td></tr>")

@@ -119,8 +119,11 @@ def test_run_report_and_rerun_failed(sample_lists: Path, tmp_path: Path) -> None
     assert "arithmetic is off" in fail["message"]
     log = (run / fail["artifacts"] / "log.txt").read_text()
     assert "some captured output" in log and "seed: 7" in log
+    sim_log = fail["properties"]["log0"]
+    assert sim_log.endswith("sim.log") and Path(sim_log).read_text() == "simulator output\n"
     page = (run / "index.html").read_text()
     assert "test_fails" in page and 'href="' + fail["artifacts"] + '/log.txt"' in page
+    assert f'href="file://{sim_log}"' in page
     md = (run / "summary.md").read_text()
     assert "| rtl-area |" in md and "RERUN=failed" in md and (run / "trend.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -6,8 +6,10 @@ import pytest
 pytestmark = pytest.mark.skipif(os.environ.get("DLA_REGRESS_SAMPLES") != "1", reason="regress runner sample")
 
 
-def test_fails():
-    print("some captured output")
+def test_fails(tmp_path):
+    log = tmp_path / "sim.log"
+    log.write_text("simulator output\n")
+    print(f"some captured output; full log: {log}")
     assert 1 + 1 == 3, "arithmetic is off"
 
 
