@@ -30,6 +30,7 @@ from runtime.trace import (
     TraceError,
     parse_dat,
 )
+from runtime.txn import DumpMem, LoadMem, PollReg, Wait
 
 #: Reads of a register before ``poll_reg_equal`` gives up.
 POLL_LIMIT = 100_000
@@ -40,7 +41,7 @@ DEFAULT_TIMEOUT_NS = 10**10
 class CheckResult:
     """Outcome of one check command."""
 
-    kind: str  # check_crc, check_file, check_nothing, reg_read_check
+    kind: str  # check_crc, check_file, check_nothing, reg_read_check, read_reg (polled), dump_mem
     line: int
     ok: bool
     message: str = ""
@@ -106,6 +107,10 @@ async def play(trace: Trace, target: Target, timeout_ns: int = DEFAULT_TIMEOUT_N
         return False
 
     for cmd in trace.commands:
+        if trace.stop_on_fail and result.checks and not result.checks[-1].ok:
+            last = result.checks[-1]
+            last.message += f"; trace stopped at line {last.line} (no +continue_on_fail)"
+            break
         if isinstance(cmd, RegWrite):
             await target.write_reg(cmd.addr, cmd.value)
         elif isinstance(cmd, RegRead):
@@ -171,6 +176,39 @@ async def play(trace: Trace, target: Target, timeout_ns: int = DEFAULT_TIMEOUT_N
             # Commands run in order, so a notify that precedes its wait has already happened.
             if (cmd.unit, cmd.event) not in events and not any(e == cmd.event for _, e in events):
                 raise TraceError(trace.path, cmd.line, f"sync_wait({cmd.unit}, {cmd.event}) before any sync_notify")
-        else:  # pragma: no cover - parse_cfg produces only the types above
+        elif isinstance(cmd, LoadMem):
+            await target.write_mem(cmd.base, cmd.data, cmd.mem)
+        elif isinstance(cmd, PollReg):
+            for reads in range(1, max(cmd.retries, 1) + 1):
+                got = await target.read_reg(cmd.addr)
+                if cmd.matches(got):
+                    break
+            ok = cmd.matches(got)
+            result.checks.append(
+                CheckResult("read_reg", cmd.line, ok,
+                            f"{cmd.name}: expected {cmd.expected:#x} (mask {cmd.mask:#x}), got {got:#x}"
+                            f"{'' if ok or reads == 1 else f' after {reads} reads'}", cmd.expected, got)
+            )
+        elif isinstance(cmd, Wait):
+            try:
+                await target.wait_interrupt(cmd.bits, timeout_ns)
+            except InterruptTimeout as exc:
+                raise InterruptTimeout(f"line {cmd.line}: wait: {exc}") from None
+        elif isinstance(cmd, DumpMem):
+            data = np.frombuffer(await target.read_mem(cmd.base, cmd.size, cmd.mem), dtype=np.uint8)
+            ref = np.frombuffer(cmd.expected, dtype=np.uint8)
+            diff = np.flatnonzero(data != ref)
+            ok = diff.size == 0
+            first = None if ok else int(diff[0])
+            msg = f"{cmd.mem} {cmd.base:#x}+{cmd.size:#x} matches {cmd.file.name}" if ok else (
+                f"{cmd.mem} {cmd.base:#x}+{cmd.size:#x} differs from {cmd.file.name} in {diff.size} bytes, "
+                f"first at offset {first:#x} (address {cmd.base + first:#x}: expected {int(ref[first]):#04x}, "
+                f"got {int(data[first]):#04x})"
+            )
+            result.checks.append(
+                CheckResult("dump_mem", cmd.line, ok, msg, zlib.crc32(cmd.expected), zlib.crc32(data.tobytes()),
+                            None if ok else cmd.base + first)
+            )
+        else:  # pragma: no cover - parse_cfg/parse_txn produce only the types above
             raise TypeError(f"unknown command {cmd!r}")
     return result

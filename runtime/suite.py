@@ -20,6 +20,7 @@ from golden.regs import register_map
 from runtime.player import PlayResult, play
 from runtime.target import InterruptTimeout, Target
 from runtime.trace import TraceError, find_traces, parse_cfg
+from runtime.txn import is_txn, parse_txn
 
 PASS, FAIL, NA, ERROR = "PASS", "FAIL", "N/A", "ERROR"
 
@@ -105,9 +106,10 @@ def infer_config(path: Path) -> str | None:
 
 
 def trace_name(cfg: str | Path) -> str:
-    """A trace's display name: its directory, plus the file stem when that differs."""
+    """A trace's display name: its directory, plus the file stem when that differs (an nvdlav1
+    ``input.txn`` is named by its directory alone)."""
     path = Path(cfg)
-    return path.parent.name if path.stem == path.parent.name else f"{path.parent.name}/{path.stem}"
+    return path.parent.name if path.stem == path.parent.name or path.name == "input.txn" else f"{path.parent.name}/{path.stem}"
 
 
 def run_trace(cfg: str, config: str, target: str = "golden") -> Outcome:
@@ -118,7 +120,8 @@ def run_trace(cfg: str, config: str, target: str = "golden") -> Outcome:
     start = time.perf_counter()
     try:
         hw = get_config(config)
-        trace = parse_cfg(path, register_map(hw.address_map), name=name)
+        parse = parse_txn if is_txn(path) else parse_cfg
+        trace = parse(path, register_map(hw.address_map), name=name)
         missing = trace.missing_files()
         if missing:
             out.status, out.detail = NA, f"missing data file {missing[0].name}"
@@ -177,8 +180,8 @@ def collect(paths: list[Path], config: str | None) -> list[tuple[Path, str]]:
             raise ValueError(f"{p}: cannot infer the hardware config from the path; pass --config NAME "
                              f"({', '.join(PRESETS)})")
         get_config(cfg_name)
-        traces = find_traces(p)
+        traces = find_traces(p, txn=True)
         if not traces:
-            raise ValueError(f"{p}: no .cfg traces found")
+            raise ValueError(f"{p}: no .cfg or input.txn traces found")
         out.extend((t, cfg_name) for t in traces)
     return out

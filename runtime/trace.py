@@ -132,6 +132,8 @@ class Trace:
     name: str
     path: Path  # the .cfg file
     commands: list[Command] = field(default_factory=list)
+    #: Stop playing at the first failed check (``input.txn`` traces without ``+continue_on_fail``).
+    stop_on_fail: bool = False
 
     @property
     def directory(self) -> Path:
@@ -378,15 +380,20 @@ def write_cfg(path: Path | str, commands: Iterable[Command]) -> None:
 
 
 # ---- discovery ------------------------------------------------------------------------------------------
-def find_traces(root: Path | str) -> list[Path]:
+def find_traces(root: Path | str, txn: bool = False) -> list[Path]:
     """Trace ``.cfg`` files under ``root`` (a trace directory or a folder of them, searched recursively).
-    A directory's trace is ``<dir>/<dir>.cfg`` when present, else its single ``.cfg``."""
+    A directory's trace is ``<dir>/<dir>.cfg`` when present, else its single ``.cfg``. With ``txn``, a
+    directory without ``.cfg`` files contributes its nvdlav1 ``*.txn`` files (``input.txn``, runtime/txn.py);
+    off by default because most callers parse what they find with ``parse_cfg``."""
     root = Path(root)
     if root.is_file():
         return [root]
+    dirs = {p.parent for p in root.rglob("*.cfg")}
+    if txn:
+        dirs |= {p.parent for p in root.rglob("*.txn")}
     found = []
-    for d in sorted({p.parent for p in root.rglob("*.cfg")}):
+    for d in sorted(dirs):
         own = d / f"{d.name}.cfg"
         cfgs = [own] if own.is_file() else sorted(d.glob("*.cfg"))
-        found.extend(cfgs)
+        found.extend(cfgs or sorted(d.glob("*.txn")))
     return found
