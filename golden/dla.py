@@ -13,6 +13,9 @@ Semantics (NVDLA_NOTES §2):
 
 Engines run synchronously inside the ``D_OP_ENABLE`` write that completes their chain, so a status bit
 is visible as soon as the write returns.
+
+An engine with a ``CommandQueue`` (BDMA) has no groups: its enqueue register snapshots the unit's
+registers into a queue, and a launch register runs the queued operations synchronously as group 0/1.
 """
 from __future__ import annotations
 
@@ -145,6 +148,10 @@ class Dla:
         self.history: list[tuple[tuple[str, ...], dict[str, int]]] = []
         #: Set to count the bytes each engine reads and writes (profiling); None costs nothing.
         self.traffic: Traffic | None = None
+        #: Operations queued and not yet launched, per unit of an engine with a CommandQueue (BDMA).
+        self.queues: dict[str, list[dict[int, int]]] = {
+            eng.units[0]: [] for eng in self.engines.values() if eng.queue is not None
+        }
 
     # ---- CSB access -----------------------------------------------------------------------------
     def _register_at(self, addr: int) -> tuple[UnitState, Register]:
@@ -196,6 +203,8 @@ class Dla:
         stored = value & reg.read_mask
         if not state.pingpong:
             state.groups[0][reg.offset] = stored
+            if unit in self.queues:
+                self._queue_write(state, reg, stored)
             return
         if reg.offset < state.unit.op_enable_offset:
             for g in state.groups:
@@ -250,6 +259,10 @@ class Dla:
             return 1  # the CBUF is always flushed in the model
         if name == "S_LUT_ACCESS_DATA" and state.lut and not state.lut_write:
             return self._lut_access(state, 0)
+        if unit in self.queues:
+            status = self._queued_engine(unit).queue.status(len(self.queues[unit]))
+            if name in status:
+                return status[name] & 0xFFFFFFFF
         group = state.groups[state.producer if state.pingpong else 0]
         return group.get(reg.offset, reg.reset)
 
@@ -348,6 +361,44 @@ class Dla:
         self.history.append((tuple(e.name for e in chain), groups))
         for observer in OP_OBSERVERS:
             observer(self.hw, tuple(e.name for e in chain), views, reported)
+
+    # ---- engines with a command queue (BDMA) --------------------------------------------------------
+    def _queued_engine(self, unit: str) -> Engine:
+        return next(e for e in self.engines.values() if e.queue is not None and e.units[0] == unit)
+
+    def _queue_write(self, state: UnitState, reg: Register, stored: int) -> None:
+        """Enqueue or launch on a write of a CommandQueue register with bit 0 set."""
+        engine = self._queued_engine(reg.unit)
+        q = engine.queue
+        if not stored & 1 or (reg.name != q.enqueue and reg.name not in q.launches):
+            return
+        queue = self.queues[reg.unit]
+        where = f"{reg.unit}.{reg.name}.{next(f.name for f in reg.fields if f.lsb == 0)}"
+        if reg.name == q.enqueue:
+            if len(queue) >= q.depth:
+                raise ConfigError(where, f"all {q.depth} slots are queued; the hardware drops the operation")
+            queue.append(dict(state.groups[0]))
+            return
+        group = q.launches.index(reg.name)
+        if not queue:
+            raise ConfigError(where, f"launches group {group} with no operation queued; the hardware never completes it")
+        ops = list(queue)
+        queue.clear()
+        for words in ops:
+            views = {reg.unit: RegView(state.unit, words)}
+            ctx = OpContext(
+                hw=self.hw,
+                mem=self.mem if self.traffic is None else self.traffic.memory(self.mem, engine.name),
+                regs=views,
+            )
+            engine.run(ctx)
+            for (unit, register), value in ctx.status.items():
+                self.units[unit].groups[0][self.units[unit].unit.register(register).offset] = value
+            self.history.append(((engine.name,), {reg.unit: group}))
+            for observer in OP_OBSERVERS:
+                observer(self.hw, (engine.name,), views, dict(ctx.status))
+        for _unit, bit in engine.done_bits:
+            self.intr_status |= 1 << (bit + group)
 
     def pending(self) -> list[str]:
         """Human-readable list of armed units still waiting, for timeout diagnostics."""

@@ -103,7 +103,7 @@ def _config_paths(paths: list[Path], config: str | None) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         if p.is_dir() and infer_config(p) is None:
-            traces = find_traces(p)
+            traces = find_traces(p, txn=True)
             if traces and all(infer_config(t) for t in traces):
                 out.extend(traces)
                 continue

@@ -4,6 +4,9 @@ An engine is a pure function of register views and memory. The register-level mo
 decides *when* it fires: when the engine's core units, its read DMA (if the config needs it) and every
 engine chained on the fly with it (conv -> SDP -> PDP) are enabled in their consumer groups. Data passed
 on the fly (CACC -> SDP int32, SDP -> PDP int8) travels as numpy cubes through ``OpContext.flying_input``.
+
+A unit without ping-pong groups (BDMA) takes operations through a ``CommandQueue`` instead: a register
+write queues a snapshot of its registers, another launches everything queued as group 0 or 1.
 """
 from __future__ import annotations
 
@@ -49,6 +52,23 @@ def _always(_: Views) -> bool:
 
 
 @dataclass(frozen=True)
+class CommandQueue:
+    """How a unit without ping-pong groups (BDMA) takes operations (NVDLA_NOTES §2, BDMA).
+
+    Writing bit 0 = 1 to ``enqueue`` queues a snapshot of the unit's registers as one operation; writing
+    bit 0 = 1 to ``launches[g]`` runs every queued operation in order as group g, after which the engine's
+    done bits of group g are raised.
+    """
+
+    enqueue: str
+    launches: tuple[str, ...]
+    #: Slots of the queue; queueing into a full queue is an error (the hardware drops the operation).
+    depth: int
+    #: Hardware-owned register words from the number of operations queued, e.g. ``{"STATUS": ...}``.
+    status: Callable[[int], Mapping[str, int]]
+
+
+@dataclass(frozen=True)
 class Engine:
     """How ``Dla`` finds, chains and completes one engine."""
 
@@ -69,6 +89,8 @@ class Engine:
     rdma_needed: Callable[[Views], bool] = _always
     #: Units whose LUT tables the engine reads.
     lut_units: tuple[str, ...] = ()
+    #: Set for an engine fired by a launch register instead of D_OP_ENABLE (BDMA).
+    queue: CommandQueue | None = None
 
     @property
     def all_units(self) -> tuple[str, ...]:
@@ -78,7 +100,7 @@ class Engine:
 ENGINES: dict[str, Engine] = {}
 
 #: Modules that register engines; importing them fills ``ENGINES``.
-ENGINE_MODULES = ("conv", "sdp", "pdp", "cdp")
+ENGINE_MODULES = ("conv", "sdp", "pdp", "cdp", "bdma")
 
 
 def register(engine: Engine) -> Engine:

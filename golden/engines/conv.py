@@ -1,4 +1,4 @@
-"""CONV: the direct-convolution pipeline CDMA -> CSC -> CMAC_A/B -> CACC (int8 feature input).
+"""CONV: the direct-convolution pipeline CDMA -> CSC -> CMAC_A/B -> CACC (int8 and int16 feature input).
 
 The five units run as one operation. CDMA fetches the feature cube (NVDLA_NOTES §3 feature layout) and the
 weights, and applies its input conversion; CSC walks the output atoms, injecting its pad value for taps
@@ -28,6 +28,20 @@ Legality (``decode``): the cmod FAILs unless CDMA and CSC agree on the cube, the
 data banks** (no partial-input mode for direct conv); those raise ConfigError naming the field. Sizes, strides
 and dilations are stored minus one, so no value of those fields is illegal on its own.
 
+int16 (nv_full; cmod ``hw:nvdlav1:cmod``): every unit's IN/PROC_PRECISION must say INT16 (mixed int8/int16 and
+fp16 raise UnsupportedError). Features are 2-byte little-endian, ``memory_atomic_size / 2`` channels per atom;
+the CDMA CVT ends in ``sat16`` (``cdma_cvt.cpp``: ``IntSaturation<17,16>``); CSC pads with the raw low 16 bits
+of D_ZERO_PADDING_VALUE (``NV_NVDLA_csc.cpp``); weights are 2 bytes each in the same order with kernel groups of
+atomic K / 2 (``KERNEL_PER_GROUP_INT16`` = 16) and channel groups of MAC atomic C elements
+(``ELEMENT_PER_INPUT_ATOM`` = 64); BYTE_PER_KERNEL and WEIGHT_BYTES count those bytes. CACC accumulates in
+the same 48-bit saturating assembly and delivers ``sat32(rha(acc, CLIP_TRUNCATE))``. Products reach
+``2^30``, so a sum of ``C*R*S`` of them is exact in float64 while ``C*R*S <= 2^23`` (always, by field
+widths; an int64 path guards the bound anyway) and cannot touch the 48-bit saturation while
+``sum |w*x| < 2^47``; beyond that the saturating order would matter and UnsupportedError is raised.
+The nvdlav1 cmod counts CBUF entries of 128 bytes, 256 per bank (``cmod/cdma/NV_NVDLA_cdma.h``
+CBUF_ENTRY_SIZE), which is what its int16 trace programs into D_ENTRY_PER_SLICE; the int16 path uses that
+geometry (see ``cbuf_geometry``).
+
 Kernels beyond WEIGHT_KERNEL in the last output surface (the padding lanes) have no weights; their MAC cells
 stay disabled and CACC delivers 0 for them (checked against the nv_small dc_* trace CRCs).
 """
@@ -51,6 +65,13 @@ _IM2COL_LIMIT = 1 << 23
 
 #: CACC assembles 48-bit sums and delivers 32 bits, so CLIP_TRUNCATE may drop at most 16 bits (cmod FAIL).
 _CACC_MAX_TRUNCATE = 48 - 32
+#: CACC's assembly accumulator saturates at 48 bits signed (cmod MAX_INT_48BITS).
+_CACC_ASSEMBLY_LIMIT = 1 << 47
+
+#: Precision field encodings of D_MISC_CFG (IN_PRECISION / PROC_PRECISION).
+_PRECISIONS = {0: "int8", 1: "int16", 2: "fp16"}
+#: Bytes per element.
+_BPE = {"int8": 1, "int16": 2}
 
 
 # ---- geometry -----------------------------------------------------------------------------------------
@@ -72,12 +93,31 @@ class ConvGeometry:
     dilation_x: int = 1
     pad_top: int = 0
     pad_left: int = 0
-    pad_value: int = 0  # int8, already sign-extended
+    pad_value: int = 0  # int8 or int16, already sign-extended
+    dtype: str = "int8"
+
+    @property
+    def bpe(self) -> int:
+        return _BPE[self.dtype]
 
     @property
     def weight_bytes(self) -> int:
-        """Bytes of the packed int8 weights (no padding of partial groups)."""
-        return self.kernels * self.channels * self.kernel_height * self.kernel_width
+        """Bytes of the packed weights (no padding of partial groups)."""
+        return self.kernels * self.channels * self.kernel_height * self.kernel_width * self.bpe
+
+
+def cbuf_geometry(hw: HwConfig, bpe: int = 1) -> tuple[int, int]:
+    """(bytes per CBUF entry, entries per bank) as CDMA/CSC count them.
+
+    int8 keeps the config's bank width and depth. The int16 path follows the nvdlav1 cmod, the reference of
+    the only int16 config: 128-byte entries, 256 per bank (``cmod/{cdma,csc,cbuf}`` CBUF_ENTRY_SIZE /
+    CBUF_ENTRY_PER_BANK), whereas nv_full's spec file lists 64 B x 512 for the same 32 KiB bank.
+    """
+    if bpe == 1:
+        return hw.cbuf_bank_width, hw.cbuf_bank_depth
+    bank = hw.cbuf_bank_width * hw.cbuf_bank_depth
+    entry = max(hw.cbuf_bank_width, 4 * hw.memory_atomic_size)
+    return entry, bank // entry
 
 
 def entries_per_slice(hw: HwConfig, channels: int, width: int, bpe: int = 1) -> int:
@@ -86,7 +126,7 @@ def entries_per_slice(hw: HwConfig, channels: int, width: int, bpe: int = 1) -> 
     a remainder of more than half an entry takes one entry per pixel, exactly half shares an entry between two
     pixels, a quarter between four."""
     atom_bytes = hw.memory_atomic_size
-    atoms_per_entry = max(1, hw.cbuf_bank_width // atom_bytes)
+    atoms_per_entry = max(1, cbuf_geometry(hw, bpe)[0] // atom_bytes)
     atoms = -(-channels * bpe // atom_bytes)
     entries = (atoms // atoms_per_entry) * width
     cripple = atoms % atoms_per_entry
@@ -100,11 +140,11 @@ def entries_per_slice(hw: HwConfig, channels: int, width: int, bpe: int = 1) -> 
     return entries
 
 
-def data_banks_needed(hw: HwConfig, channels: int, height: int, width: int) -> int:
+def data_banks_needed(hw: HwConfig, channels: int, height: int, width: int, bpe: int = 1) -> int:
     """CBUF banks the whole input cube occupies (``D_BANK.DATA_BANK + 1`` must be at least this). The conv
     pipeline holds the entire input in CBUF (the cmod FAILs otherwise); bigger layers must be split by the
     compiler, as NVDLA's own does."""
-    return -(-height * entries_per_slice(hw, channels, width) // hw.cbuf_bank_depth)
+    return -(-height * entries_per_slice(hw, channels, width, bpe) // cbuf_geometry(hw, bpe)[1])
 
 
 # ---- weights ------------------------------------------------------------------------------------------
@@ -136,27 +176,37 @@ def weight_byte_offsets(
     )
 
 
-def unpack_weights(raw: np.ndarray, geom: ConvGeometry, hw: HwConfig) -> np.ndarray:
-    """int8 weight bytes (at least ``geom.weight_bytes``) -> int64 array (K, C, R, S)."""
+def unpack_weights(raw: np.ndarray, geom: ConvGeometry, hw: HwConfig, dtype: str | None = None) -> np.ndarray:
+    """Weight bytes (at least ``geom.weight_bytes``) -> int64 array (K, C, R, S).
+
+    int16 weights are 2-byte little-endian elements in the int8 element order, with kernel groups of
+    atomic K / 2 (the element offsets of ``weight_byte_offsets`` count elements, not bytes)."""
+    dtype = dtype or geom.dtype
     offsets = weight_byte_offsets(
-        geom.kernels, geom.channels, geom.kernel_height, geom.kernel_width, hw.mac_atomic_k_for("int8"), hw.mac_atomic_c
+        geom.kernels, geom.channels, geom.kernel_height, geom.kernel_width,
+        hw.mac_atomic_k_for(dtype), hw.mac_atomic_c,  # type: ignore[arg-type]
     )
-    return np.asarray(raw).view(np.int8)[offsets].astype(np.int64)
+    if dtype == "int8":
+        return np.asarray(raw).view(np.int8)[offsets].astype(np.int64)
+    n = geom.kernels * geom.channels * geom.kernel_height * geom.kernel_width
+    elements = np.ascontiguousarray(np.asarray(raw, dtype=np.uint8)[: 2 * n]).view("<i2")
+    return elements[offsets].astype(np.int64)
 
 
-def pack_weights(weights: np.ndarray, hw: HwConfig) -> bytes:
-    """int8 weights (K, C, R, S) -> packed bytes in NVDLA's direct-conv order (not rounded up)."""
+def pack_weights(weights: np.ndarray, hw: HwConfig, dtype: str = "int8") -> bytes:
+    """Weights (K, C, R, S) -> packed bytes in NVDLA's direct-conv order (not rounded up)."""
     kernels, channels, kh, kw = weights.shape
-    offsets = weight_byte_offsets(kernels, channels, kh, kw, hw.mac_atomic_k_for("int8"), hw.mac_atomic_c)
-    out = np.zeros(weights.size, dtype=np.int8)
-    out[offsets] = np.asarray(weights, dtype=np.int64).astype(np.int8)
+    offsets = weight_byte_offsets(kernels, channels, kh, kw, hw.mac_atomic_k_for(dtype), hw.mac_atomic_c)  # type: ignore[arg-type]
+    out = np.zeros(weights.size, dtype=np.int8 if dtype == "int8" else "<i2")
+    out[offsets] = np.asarray(weights, dtype=np.int64).astype(out.dtype)
     return out.tobytes()
 
 
 # ---- datapath -----------------------------------------------------------------------------------------
-def cdma_convert(x: np.ndarray, offset: int, scale: int, truncate: int) -> np.ndarray:
-    """CDMA input conversion of int8 feature data: ``sat8(sat17(rha((x - offset) * scale, truncate)))``."""
-    return sat(sat(rha((np.asarray(x, dtype=np.int64) - offset) * scale, truncate), 17), 8)
+def cdma_convert(x: np.ndarray, offset: int, scale: int, truncate: int, out_bits: int = 8) -> np.ndarray:
+    """CDMA input conversion of feature data: ``sat_out(sat17(rha((x - offset) * scale, truncate)))`` with
+    ``out_bits`` 8 (int8) or 16 (int16; cmod ``cdma_cvt.cpp``)."""
+    return sat(sat(rha((np.asarray(x, dtype=np.int64) - offset) * scale, truncate), 17), out_bits)
 
 
 def direct_conv(x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> np.ndarray:
@@ -165,14 +215,18 @@ def direct_conv(x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> np.ndarray:
     ``acc[k, oy, ox] = sum_{c,r,s} w[k,c,r,s] * X[c, oy*Sy + r*Dy - pad_top, ox*Sx + s*Dx - pad_left]``
 
     where X is ``x`` (C, H, W) inside the cube and ``geom.pad_value`` outside. Computed as im2col blocks and
-    float64 GEMMs, exact because every partial sum stays below 2^37 (see the module docstring).
+    float64 GEMMs, exact because every partial sum stays below 2^37 for int8 (see the module docstring); for
+    int16 while ``C*R*S*2^30 <= 2^52``, else the same blocks run as exact int64 products.
     """
     g = geom
+    biggest = max(1, int(np.max(np.abs(x[: g.channels]), initial=0)), abs(g.pad_value)) * max(1, int(np.max(np.abs(w), initial=0)))
+    exact_float = g.channels * g.kernel_height * g.kernel_width * biggest <= (1 << 52)
+    work = np.float64 if exact_float else np.int64
     C, K, R, S, OH, OW = g.channels, g.kernels, g.kernel_height, g.kernel_width, g.out_height, g.out_width
     # Padded input covering every tap: rows -pad_top .. (OH-1)*Sy + (R-1)*Dy - pad_top, columns likewise.
     span_h = (OH - 1) * g.stride_y + (R - 1) * g.dilation_y + 1
     span_w = (OW - 1) * g.stride_x + (S - 1) * g.dilation_x + 1
-    padded = np.full((C, span_h, span_w), float(g.pad_value), dtype=np.float64)
+    padded = np.full((C, span_h, span_w), g.pad_value, dtype=work)
     y0, y1 = max(0, -g.pad_top), min(g.height, span_h - g.pad_top)
     x0, x1 = max(0, -g.pad_left), min(g.width, span_w - g.pad_left)
     if y0 < y1 and x0 < x1:
@@ -180,7 +234,7 @@ def direct_conv(x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> np.ndarray:
 
     taps = [(r, s) for r in range(R) for s in range(S)]
     # Weights as (K, taps*C), tap-major to match the im2col rows.
-    wmat = np.ascontiguousarray(np.asarray(w, dtype=np.float64).transpose(0, 2, 3, 1).reshape(K, R * S * C))
+    wmat = np.ascontiguousarray(np.asarray(w, dtype=work).transpose(0, 2, 3, 1).reshape(K, R * S * C))
     rows = int(min(OH, max(1, _IM2COL_LIMIT // max(1, len(taps) * C * OW))))
     taps_per_block = int(min(len(taps), max(1, _IM2COL_LIMIT // max(1, C * rows * OW))))
 
@@ -190,7 +244,7 @@ def direct_conv(x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> np.ndarray:
         acc: np.ndarray | None = None
         for t0 in range(0, len(taps), taps_per_block):
             block = taps[t0 : t0 + taps_per_block]
-            cols = np.empty((len(block), C, n, OW), dtype=np.float64)
+            cols = np.empty((len(block), C, n, OW), dtype=work)
             for i, (r, s) in enumerate(block):
                 ys = oy0 * g.stride_y + r * g.dilation_y
                 xs = s * g.dilation_x
@@ -212,22 +266,38 @@ def cacc_deliver(acc: np.ndarray, clip_truncate: int) -> tuple[np.ndarray, int]:
 
 
 # ---- register decoding ----------------------------------------------------------------------------------
-def _check_supported(regs: dict[str, RegView]) -> None:
-    """Features of the conv pipeline this model does not implement (yet) raise UnsupportedError."""
+def _check_supported(regs: dict[str, RegView], hw: HwConfig) -> str:
+    """Features of the conv pipeline this model does not implement (yet) raise UnsupportedError; returns the
+    one precision ("int8" or "int16") every unit's IN/PROC_PRECISION agrees on."""
     cdma, csc = regs["CDMA"], regs["CSC"]
+    precisions: list[tuple[str, str, str]] = []
     if cdma.D_DATAIN_FORMAT.DATAIN_FORMAT != 0 or csc.D_DATAIN_FORMAT.DATAIN_FORMAT != 0:
         raise UnsupportedError("CDMA", "image (pixel) input of the conv pipeline is not supported yet")
     for unit in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"):
         misc = regs[unit].D_MISC_CFG
         if misc.CONV_MODE != 0:
             raise UnsupportedError(unit, "Winograd convolution is not supported yet")
-        if misc.PROC_PRECISION != 0 or (unit in ("CDMA", "CSC") and misc.IN_PRECISION != 0):
-            raise UnsupportedError(unit, "int16/fp16 convolution is not supported yet (int8 only)")
+        for name in ("IN_PRECISION", "PROC_PRECISION") if unit in ("CDMA", "CSC") else ("PROC_PRECISION",):
+            code = getattr(misc, name)
+            if code not in _PRECISIONS:
+                raise misc.fail(name, f"reserved precision encoding {code}")
+            if _PRECISIONS[code] == "fp16":
+                raise UnsupportedError(unit, "fp16 convolution is not supported yet (int8/int16 only)")
+            precisions.append((_PRECISIONS[code], misc.where(name), unit))
     if cdma.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0 or csc.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0:
         raise UnsupportedError("CDMA", "compressed weights are not supported yet")
     for unit in ("CDMA", "CSC", "CACC"):
         if regs[unit].D_BATCH_NUMBER.BATCHES != 0:
             raise UnsupportedError(unit, "batched convolution (BATCHES > 0) is not supported yet")
+    dtype, where, _ = precisions[0]
+    for other, other_where, other_unit in precisions[1:]:
+        if other != dtype:
+            raise UnsupportedError(
+                other_unit, f"{other_where}={other} with {where}={dtype}: mixed int8/int16 precisions are not modelled"
+            )
+    if not hw.supports(dtype):  # type: ignore[arg-type]
+        raise UnsupportedError(dtype.upper(), f"{where}={dtype.upper()} but {hw.name} has no {dtype} datapath")
+    return dtype
 
 
 def decode(regs: dict[str, RegView], hw: HwConfig) -> ConvGeometry:
@@ -236,7 +306,8 @@ def decode(regs: dict[str, RegView], hw: HwConfig) -> ConvGeometry:
     Register values are stored minus one, so sizes, strides and dilations of 0 are legal (they mean 1); what
     can be illegal is units disagreeing with each other or with the memory layout and CBUF.
     """
-    _check_supported(regs)
+    dtype = _check_supported(regs, hw)
+    bpe = _BPE[dtype]
     cdma, csc, cacc = regs["CDMA"], regs["CSC"], regs["CACC"]
     size0, size1 = cdma.D_DATAIN_SIZE_0, cdma.D_DATAIN_SIZE_1
     W, H, C = size0.DATAIN_WIDTH + 1, size0.DATAIN_HEIGHT + 1, size1.DATAIN_CHANNEL + 1
@@ -257,9 +328,9 @@ def decode(regs: dict[str, RegView], hw: HwConfig) -> ConvGeometry:
         raise cdma.D_WEIGHT_SIZE_1.fail(
             "WEIGHT_KERNEL", f"CDMA fetches {cdma.D_WEIGHT_SIZE_1.WEIGHT_KERNEL + 1} kernels, CSC uses {K}"
         )
-    if cdma.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL + 1 != R * S * C:
+    if cdma.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL + 1 != R * S * C * bpe:
         raise cdma.D_WEIGHT_SIZE_0.fail(
-            "BYTE_PER_KERNEL", f"must be R*S*C - 1 = {R * S * C - 1} for a {R}x{S}x{C} int8 kernel"
+            "BYTE_PER_KERNEL", f"must be R*S*C*{bpe} - 1 = {R * S * C * bpe - 1} for a {R}x{S}x{C} {dtype} kernel"
         )
     for unit, reg in (("CSC", csc.D_DATAOUT_SIZE_1), ("CACC", cacc.D_DATAOUT_SIZE_1)):
         if reg.DATAOUT_CHANNEL + 1 != K:
@@ -279,22 +350,23 @@ def decode(regs: dict[str, RegView], hw: HwConfig) -> ConvGeometry:
         raise cacc.D_CLIP_CFG.fail("CLIP_TRUNCATE", f"{clip} exceeds {_CACC_MAX_TRUNCATE} (48-bit sums, 32-bit output)")
 
     # Feature layout in memory (cmod DirectConvDataRequest/ResponseSequencerCommon).
-    atom = hw.atom_elements("int8")
+    atom = hw.atom_elements(dtype)  # type: ignore[arg-type]
+    atom_bytes = atom * bpe
     line_stride = dma_bytes(hw, cdma.D_LINE_STRIDE.LINE_STRIDE)
     surf_stride = dma_bytes(hw, cdma.D_SURF_STRIDE.SURF_STRIDE)
     surfaces = -(-C // atom)
-    if H > 1 and line_stride < W * atom:
+    if H > 1 and line_stride < W * atom_bytes:
         raise cdma.D_LINE_STRIDE.fail(
-            "LINE_STRIDE", f"{line_stride} is shorter than a line of {W} atoms ({W * atom} B)"
+            "LINE_STRIDE", f"{line_stride} is shorter than a line of {W} atoms ({W * atom_bytes} B)"
         )
-    if surfaces > 1 and surf_stride < (H - 1) * line_stride + W * atom:
+    if surfaces > 1 and surf_stride < (H - 1) * line_stride + W * atom_bytes:
         raise cdma.D_SURF_STRIDE.fail("SURF_STRIDE", f"{surf_stride} is shorter than a surface of {H} lines "
-                                      f"({(H - 1) * line_stride + W * atom} B)")
+                                      f"({(H - 1) * line_stride + W * atom_bytes} B)")
     dain_map = cdma.D_DAIN_MAP
-    line_packed = line_stride == W * atom
+    line_packed = line_stride == W * atom_bytes
     if bool(dain_map.LINE_PACKED) != line_packed:
         raise dain_map.fail("LINE_PACKED", f"is {dain_map.LINE_PACKED} but LINE_STRIDE {'==' if line_packed else '!='} "
-                            f"width * atom ({W * atom})")
+                            f"width * atom ({W * atom_bytes})")
     grains = cdma.D_FETCH_GRAIN.GRAINS + 1
     if not line_packed and grains != 1:
         raise cdma.D_FETCH_GRAIN.fail("GRAINS", "must be 0 (one line per fetch) when lines are not packed")
@@ -302,7 +374,8 @@ def decode(regs: dict[str, RegView], hw: HwConfig) -> ConvGeometry:
         raise cdma.D_FETCH_GRAIN.fail("GRAINS", f"fetch grain of {grains} lines exceeds the cube height {H}")
 
     # CBUF: the whole input must fit the data banks (full-input mode), slices as the cmod counts them.
-    eps = entries_per_slice(hw, C, W)
+    eps = entries_per_slice(hw, C, W, bpe)
+    entry_bytes, bank_depth = cbuf_geometry(hw, bpe)
     for unit in ("CDMA", "CSC"):
         reg = regs[unit].D_ENTRY_PER_SLICE
         if reg.ENTRIES + 1 != eps:
@@ -310,18 +383,18 @@ def decode(regs: dict[str, RegView], hw: HwConfig) -> ConvGeometry:
     bank = cdma.D_BANK
     if bank.DATA_BANK + bank.WEIGHT_BANK + 2 > hw.cbuf_bank_number:
         raise bank.fail("WEIGHT_BANK", f"data + weight banks exceed the {hw.cbuf_bank_number} CBUF banks")
-    if bank.DATA_BANK + 1 < data_banks_needed(hw, C, H, W):
+    if bank.DATA_BANK + 1 < data_banks_needed(hw, C, H, W, bpe):
         raise bank.fail("DATA_BANK", f"the {W}x{H}x{C} input needs {H * eps} CBUF entries, {bank.DATA_BANK + 1} "
-                        f"banks hold {(bank.DATA_BANK + 1) * hw.cbuf_bank_depth} (split the layer)")
+                        f"banks hold {(bank.DATA_BANK + 1) * bank_depth} (split the layer)")
     if int(csc.D_BANK) != int(bank):
         raise csc.D_BANK.fail("DATA_BANK", "CSC bank split differs from CDMA's")
 
     # Weight fetch.
     wbytes = cdma.D_WEIGHT_BYTES.WEIGHT_BYTES
-    needed = K * R * S * C
+    needed = K * R * S * C * bpe
     if wbytes < needed:
         raise cdma.D_WEIGHT_BYTES.fail(
-            "WEIGHT_BYTES", f"{wbytes} is less than the {needed} bytes of {K} {R}x{S}x{C} kernels"
+            "WEIGHT_BYTES", f"{wbytes} is less than the {needed} bytes of {K} {R}x{S}x{C} {dtype} kernels"
         )
     if wbytes % hw.cbuf_bank_width:
         raise cdma.D_WEIGHT_BYTES.fail(
@@ -340,17 +413,18 @@ def decode(regs: dict[str, RegView], hw: HwConfig) -> ConvGeometry:
         stride_y=stride.CONV_Y_STRIDE_EXT + 1, stride_x=stride.CONV_X_STRIDE_EXT + 1,
         dilation_y=dil.Y_DILATION_EXT + 1, dilation_x=dil.X_DILATION_EXT + 1,
         pad_top=pad.PAD_TOP, pad_left=pad.PAD_LEFT,
-        pad_value=int(sign_extend(csc.D_ZERO_PADDING_VALUE.PAD_VALUE, 8)),
+        pad_value=int(sign_extend(csc.D_ZERO_PADDING_VALUE.PAD_VALUE, 8 * bpe)),
+        dtype=dtype,
     )
 
 
 # ---- memory -----------------------------------------------------------------------------------------------
 def _read_feature(space: AddressSpace, base: int, layout: CubeLayout, channels: int) -> np.ndarray:
-    """The first ``channels`` channels of an int8 cube as int64 (C, H, W), by one contiguous read and a
+    """The first ``channels`` channels of an int8/int16 cube as int64 (C, H, W), by one contiguous read and a
     strided view (surface, line, pixel, lane) of it; sparse cubes (strides far larger than the data) go
     through ``read_cube``'s gather instead."""
     span = layout.span()
-    if span > 4 * layout.padded_channels * layout.height * layout.width + (1 << 20):
+    if span > 4 * layout.padded_channels * layout.height * layout.width * layout.bpe + (1 << 20) or layout.bpe != 1:
         return read_cube(space, base, layout)[:channels]
     raw = space.read(base, span)
     view = np.lib.stride_tricks.as_strided(
@@ -362,6 +436,22 @@ def _read_feature(space: AddressSpace, base: int, layout: CubeLayout, channels: 
     return view.reshape(layout.padded_channels, layout.height, layout.width)[:channels].view(np.int8).astype(np.int64)
 
 
+def _check_assembly_bound(x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> None:
+    """CACC's 48-bit assembly saturates step by step, so the order of partial sums would matter once any of
+    them can reach 2^47. int8 never gets there (module docstring); int16 can in principle. When the static
+    bound ``C*R*S*max|w|*max|x|`` allows it, the exact bound ``sum |w|*|X|`` is computed and, if it still
+    reaches 2^47, the operation is refused rather than modelled in an unverified order."""
+    taps = geom.channels * geom.kernel_height * geom.kernel_width
+    xmax = max(int(np.max(np.abs(x), initial=0)), abs(geom.pad_value))
+    if taps * xmax * int(np.max(np.abs(w), initial=0)) < _CACC_ASSEMBLY_LIMIT:
+        return
+    bound = direct_conv(np.abs(x), np.abs(w), ConvGeometry(**{**geom.__dict__, "pad_value": abs(geom.pad_value)}))
+    if int(np.max(bound, initial=0)) >= _CACC_ASSEMBLY_LIMIT:
+        raise UnsupportedError(
+            "CACC", "partial sums may reach the 48-bit saturation of the CACC assembly; its order is not modelled"
+        )
+
+
 # ---- the engine -----------------------------------------------------------------------------------------------
 def run(ctx: OpContext) -> np.ndarray:
     """One direct convolution; returns the CACC cube (C_pad, OH, OW) int64 handed to SDP on the fly, C_pad being
@@ -370,12 +460,12 @@ def run(ctx: OpContext) -> np.ndarray:
     geom = decode(regs, hw)
     cdma, cacc = regs["CDMA"], regs["CACC"]
 
-    atom = hw.atom_elements("int8")
+    atom = hw.atom_elements(geom.dtype)  # type: ignore[arg-type]
     layout = CubeLayout(
         channels=geom.channels, height=geom.height, width=geom.width,
         line_stride=dma_bytes(hw, cdma.D_LINE_STRIDE.LINE_STRIDE),
         surf_stride=dma_bytes(hw, cdma.D_SURF_STRIDE.SURF_STRIDE),
-        atom=atom,
+        atom=atom, bpe=geom.bpe,
     )
     fspace = ram_space(hw, ctx.mem, cdma.D_DAIN_RAM_TYPE, "DATAIN_RAM_TYPE")
     fbase = dma_address(hw, cdma, "D_DAIN_ADDR", "_0")
@@ -383,12 +473,13 @@ def run(ctx: OpContext) -> np.ndarray:
     cvt = cdma.D_CVT_CFG
     if cvt.CVT_EN:
         offset, scale = cdma.D_CVT_OFFSET.signed("CVT_OFFSET"), cdma.D_CVT_SCALE.signed("CVT_SCALE")
-        x = cdma_convert(x, offset, scale, cvt.CVT_TRUNCATE)
+        x = cdma_convert(x, offset, scale, cvt.CVT_TRUNCATE, 8 * geom.bpe)
 
     wspace = ram_space(hw, ctx.mem, cdma.D_WEIGHT_RAM_TYPE, "WEIGHT_RAM_TYPE")
     wbase = dma_address(hw, cdma, "D_WEIGHT_ADDR")
     w = unpack_weights(wspace.read(wbase, geom.weight_bytes), geom, hw)
 
+    _check_assembly_bound(x, w, geom)
     acc = direct_conv(x, w, geom)
     out = np.zeros((-(-geom.kernels // atom) * atom, geom.out_height, geom.out_width), dtype=np.int64)
     out[: geom.kernels], saturated = cacc_deliver(acc, cacc.D_CLIP_CFG.CLIP_TRUNCATE)

@@ -1,4 +1,4 @@
-"""SDP: the single data point processor (int8 path), bit-accurate to NVDLA's cmod.
+"""SDP: the single data point processor (int8 and int16 paths), bit-accurate to NVDLA's cmod.
 
 Pipeline (NVDLA_NOTES §4 "SDP"; cmod ``hls/sdp/*.cpp``, ``hls_wrapper/sdp_hls_wrapper.cpp``,
 ``sdp/NV_NVDLA_sdp.cpp``)::
@@ -7,7 +7,12 @@ Pipeline (NVDLA_NOTES §4 "SDP"; cmod ``hls/sdp/*.cpp``, ``hls_wrapper/sdp_hls_w
       -> X1 (BS): ALU -> MUL -> truncate -> ReLU
       -> X2 (BN): same stage
       -> Y  (EW): MUL -> ALU -> LUT
-      -> C: output CVT -> int8 to memory (D_DST_*), or on the fly to PDP
+      -> C: output CVT -> int8/int16 to memory (D_DST_*), or on the fly to PDP
+
+int16 (nv_full) runs the same integer formulas: input elements are 2-byte little-endian, an atom holds
+``memory_atomic_size / 2`` channels, and the output CVT saturates to 16 instead of 8 bits (cmod ``sdp_c.cpp``:
+``IntSaturation<17, 16>`` for OUT_PRECISION=INT16). Input, processing and output precision must agree;
+mixed int8/int16 and fp16 raise UnsupportedError.
 
 Every stage works on the whole padded cube (C rounded up to the memory atom, H, W) as int64; all lanes of
 the last surface are computed and written (NOTES §8.3). Widths follow the cmod exactly: X keeps a 33-bit
@@ -301,35 +306,46 @@ def y_core(x: np.ndarray, cfg: YConfig, alu_op: np.ndarray | int, mul_op: np.nda
     return np.asarray(v, dtype=np.int64)
 
 
-def output_cvt(x: np.ndarray, cvt: OutCvt) -> tuple[np.ndarray, int]:
-    """C stage (cmod ``sdp_c.cpp``): ``sat8(sat17(rha((x − offset)·scale, shift)))``.
+def output_cvt(x: np.ndarray, cvt: OutCvt, out_bits: int = 8) -> tuple[np.ndarray, int]:
+    """C stage (cmod ``sdp_c.cpp``): ``sat_out(sat17(rha((x − offset)·scale, shift)))`` with ``out_bits`` 8
+    (int8) or 16 (int16).
 
     Also returns the cmod's D_PERF_OUT_SATURATION count: lanes where the 17-bit result differs by more
-    than 1 from the plain arithmetic shift (``IntShiftRightSat``; the final int8 clamp is not counted).
+    than 1 from the plain arithmetic shift (``IntShiftRightSat``; the final int8/int16 clamp is not counted).
     """
     v = (np.asarray(x, dtype=np.int64) - cvt.offset) * cvt.scale  # 33 x 16 bits
     t = sat(rha(v, cvt.shift), 17)
     saturated = int(np.count_nonzero(np.abs((v >> cvt.shift) - t) > 1))
-    return sat(t, 8), saturated
+    return sat(t, out_bits), saturated
 
 
 # ---------------------------------------------------------------------------------------------------
 # Legality and presence checks
 # ---------------------------------------------------------------------------------------------------
-def _check_precision(sdp: RegView, rdma: RegView | None, reads_input: bool) -> None:
-    """Only int8 is modelled; SDP_RDMA's IN_PRECISION matters only when it reads the input cube."""
+def _check_precision(sdp: RegView, rdma: RegView | None, reads_input: bool, hw: HwConfig) -> str:
+    """The one precision ("int8" or "int16") of the operation; SDP_RDMA's IN_PRECISION matters only when it
+    reads the input cube. fp16, mixed precisions and types the config lacks raise UnsupportedError."""
     fields = [(sdp.D_DATA_FORMAT, "PROC_PRECISION"), (sdp.D_DATA_FORMAT, "OUT_PRECISION")]
     if rdma is not None:
         names = ("IN_PRECISION",) * reads_input + ("PROC_PRECISION", "OUT_PRECISION")
         fields += [(rdma.D_FEATURE_MODE_CFG, f) for f in names]
+    seen: list[tuple[str, str]] = []
     for value, name in fields:
         prec = getattr(value, name)
         if prec not in PRECISIONS:
             raise value.fail(name, f"reserved precision encoding {prec}")
-        if prec != 0:
+        if PRECISIONS[prec] == "FP16":
+            raise UnsupportedError("FP16", f"{value.where(name)}=FP16: only the int8/int16 SDP paths are modelled")
+        seen.append((PRECISIONS[prec].lower(), value.where(name)))
+    dtype, where = seen[0]
+    for other, other_where in seen[1:]:
+        if other != dtype:
             raise UnsupportedError(
-                PRECISIONS[prec], f"{value.where(name)}={PRECISIONS[prec]}: only the int8 SDP path is modelled"
+                "INT16", f"{other_where}={other.upper()} with {where}={dtype.upper()}: mixed precisions are not modelled"
             )
+    if not hw.supports(dtype):  # type: ignore[arg-type]
+        raise UnsupportedError(dtype.upper(), f"{where}={dtype.upper()} but {hw.name} has no {dtype} datapath")
+    return dtype
 
 
 def _check_presence(ctx: OpContext, x1: XConfig, x2: XConfig, y: YConfig) -> None:
@@ -478,14 +494,15 @@ def run(ctx: OpContext) -> np.ndarray | None:
     x1, x2 = _x_configs(sdp)
     y = YConfig.from_view(sdp)
     cvt = OutCvt.from_view(sdp)
-    _check_precision(sdp, rdma, reads_input=source(ctx.regs) is None)
+    dtype = _check_precision(sdp, rdma, reads_input=source(ctx.regs) is None, hw=hw)
+    bpe = 2 if dtype == "int16" else 1
     _check_presence(ctx, x1, x2, y)
     _check_mode(sdp, y, cvt)
 
     width = sdp.D_DATA_CUBE_WIDTH.WIDTH + 1
     height = sdp.D_DATA_CUBE_HEIGHT.HEIGHT + 1
     channels = sdp.D_DATA_CUBE_CHANNEL.CHANNEL + 1
-    atom = hw.atom_elements("int8")
+    atom = hw.atom_elements(dtype)  # type: ignore[arg-type]
     c_pad = -(-channels // atom) * atom
     # A 1x1 cube of several surfaces is moved as one contiguous block (cmod SdpRdmaCore / WdmaSequenceDC
     # assert the surface stride is one atom), so any other stride is an illegal config.
@@ -509,7 +526,7 @@ def run(ctx: OpContext) -> np.ndarray | None:
         x = _flying_input(ctx, sdp, (c_pad, height, width))
     else:
         assert rdma is not None
-        x = _read_input(ctx, rdma, CubeLayout(channels, height, width, 0, 0, atom), packed_only)
+        x = _read_input(ctx, rdma, CubeLayout(channels, height, width, 0, 0, atom, bpe), packed_only)
 
     def operands(stage: str, cfg: XConfig | YConfig) -> tuple[np.ndarray | int | None, np.ndarray | int | None]:
         alu = mul = None
@@ -551,14 +568,14 @@ def run(ctx: OpContext) -> np.ndarray | None:
         return None
 
     # ---- C ----
-    out, saturated = output_cvt(x, cvt)
+    out, saturated = output_cvt(x, cvt, 8 * bpe)
     if perf.PERF_SAT_EN:
         ctx.report("SDP", "D_PERF_OUT_SATURATION", saturated)
     out = np.ascontiguousarray(out, dtype=np.int64)
 
     if sink(ctx.regs) == "PDP":
         return out
-    _write_output(ctx, sdp, out, CubeLayout(channels, height, width, 0, 0, atom), packed_only)
+    _write_output(ctx, sdp, out, CubeLayout(channels, height, width, 0, 0, atom, bpe), packed_only)
     return None
 
 
@@ -573,21 +590,23 @@ def _flying_input(ctx: OpContext, sdp: RegView, shape: tuple[int, int, int]) -> 
 
 
 def _read_input(ctx: OpContext, rdma: RegView, cube: CubeLayout, packed_only: bool) -> np.ndarray:
-    """The int8 input cube SDP_RDMA reads (D_SRC_*), sign-extended."""
+    """The int8/int16 input cube SDP_RDMA reads (D_SRC_*), sign-extended."""
     line = dma_bytes(ctx.hw, rdma.word("D_SRC_LINE_STRIDE"))
     surf = dma_bytes(ctx.hw, rdma.word("D_SRC_SURFACE_STRIDE"))
-    if packed_only and surf != cube.atom:
-        raise rdma.D_SRC_SURFACE_STRIDE.fail("SRC_SURFACE_STRIDE", f"a 1x1 cube needs {cube.atom} (packed surfaces)")
+    atom_bytes = cube.atom * cube.bpe
+    if packed_only and surf != atom_bytes:
+        raise rdma.D_SRC_SURFACE_STRIDE.fail("SRC_SURFACE_STRIDE", f"a 1x1 cube needs {atom_bytes} (packed surfaces)")
     space = space_for(ctx.hw, ctx.mem, rdma.D_SRC_DMA_CFG.SRC_RAM_TYPE, "SDP_RDMA.D_SRC_DMA_CFG.SRC_RAM_TYPE")
     return read_cube(space, dma_address(ctx.hw, rdma, "D_SRC_BASE_ADDR"), replace(cube, line_stride=line, surf_stride=surf))
 
 
 def _write_output(ctx: OpContext, sdp: RegView, out: np.ndarray, cube: CubeLayout, packed_only: bool) -> None:
-    """Write every atom lane of the int8 result at D_DST_* (NOTES §8.3: the CRC covers padding lanes)."""
+    """Write every atom lane of the int8/int16 result at D_DST_* (NOTES §8.3: the CRC covers padding lanes)."""
     line = dma_bytes(ctx.hw, sdp.word("D_DST_LINE_STRIDE"))
     surf = dma_bytes(ctx.hw, sdp.word("D_DST_SURFACE_STRIDE"))
-    if packed_only and surf != cube.atom:
-        raise sdp.D_DST_SURFACE_STRIDE.fail("DST_SURFACE_STRIDE", f"a 1x1 cube needs {cube.atom} (packed surfaces)")
+    atom_bytes = cube.atom * cube.bpe
+    if packed_only and surf != atom_bytes:
+        raise sdp.D_DST_SURFACE_STRIDE.fail("DST_SURFACE_STRIDE", f"a 1x1 cube needs {atom_bytes} (packed surfaces)")
     layout = replace(cube, line_stride=line, surf_stride=surf)
     _check_dst_layout(sdp, layout)
     space = space_for(ctx.hw, ctx.mem, sdp.D_DST_DMA_CFG.DST_RAM_TYPE, "SDP.D_DST_DMA_CFG.DST_RAM_TYPE")

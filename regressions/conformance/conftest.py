@@ -19,7 +19,7 @@ def collect_cases(root: Path) -> list[tuple[str, Path]]:
     cases = []
     if root.is_dir():
         for sub in sorted(p for p in root.iterdir() if p.is_dir() and p.name in PRESETS):
-            cases.extend((sub.name, cfg) for cfg in find_traces(sub))
+            cases.extend((sub.name, cfg) for cfg in find_traces(sub, txn=True))
     return cases
 
 

@@ -457,3 +457,12 @@ register(
     counters("lut_paths", "CDP", LUT_PATHS),
     counter("saturation", "CDP", "D_OUT_SATURATION"),
 )
+
+register(
+    "BDMA",
+    enum("src_ram", "BDMA.CFG_CMD.SRC_RAM_TYPE", {0: "cvsram", 1: "dram"}),
+    enum("dst_ram", "BDMA.CFG_CMD.DST_RAM_TYPE", {0: "cvsram", 1: "dram"}),
+    bucket("line_atoms", field_plus_one("BDMA.CFG_LINE.SIZE"), {"1": 1, "2-8": range(2, 9)}, ">8"),
+    bucket("lines", field_plus_one("BDMA.CFG_LINE_REPEAT.NUMBER"), {"1": 1}, ">1"),
+    bucket("surfaces", field_plus_one("BDMA.CFG_SURF_REPEAT.NUMBER"), {"1": 1}, ">1"),
+)

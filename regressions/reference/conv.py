@@ -11,13 +11,14 @@ import numpy as np
 from .arith import check_range, check_signed, check_unsigned, rha, sat, sign_extend
 
 
-def cdma_input_cvt(x, offset: int, scale: int, truncate: int) -> np.ndarray:
+def cdma_input_cvt(x, offset: int, scale: int, truncate: int, out_bits: int = 8) -> np.ndarray:
     """CDMA feature-mode input conversion (``D_CVT_CFG.CVT_EN``), elementwise.
 
     ``x' = sat8(sat17(rha((x - CVT_OFFSET) * CVT_SCALE, CVT_TRUNCATE)))`` with a signed
     16-bit offset and scale and a 6-bit truncate.  The cmod subtracts at 18 bits and
     multiplies at 34 bits, which never overflow for 17-bit inputs, so plain ints are exact.
     MEAN registers are ignored in feature mode and padding is injected later, unconverted.
+    int16 (``out_bits=16``) ends in ``sat16`` instead (cmod ``cdma_cvt.cpp``).
     """
     offset = check_signed("offset", offset, 16)
     scale = check_signed("scale", scale, 16)
@@ -26,7 +27,7 @@ def cdma_input_cvt(x, offset: int, scale: int, truncate: int) -> np.ndarray:
     out = np.zeros(src.shape, dtype=np.int64)
     for index in np.ndindex(src.shape):
         value = check_signed("x", int(src[index]), 17)
-        out[index] = sat(sat(rha((value - offset) * scale, truncate), 17), 8)
+        out[index] = sat(sat(rha((value - offset) * scale, truncate), 17), out_bits)
     return out
 
 
@@ -40,6 +41,7 @@ def direct_conv(
     pad_value: int = 0,
     out_hw: tuple[int, int],
     clip_truncate: int = 0,
+    precision: str = "int8",
 ) -> np.ndarray:
     """Direct convolution as CSC + CMAC + CACC compute it; returns int64 (K, OH, OW).
 
@@ -53,7 +55,15 @@ def direct_conv(
     ``stride`` = (Sy, Sx) and ``dilation`` = (Dy, Dx) are the actual factors (register + 1),
     ``pad`` = (top, left).  ``pad_value`` may be given signed or as the raw byte; its low
     8 bits are used.
+
+    ``precision="int16"``: weights and data are int16, the pad value is the low 16 bits of
+    ``D_ZERO_PADDING_VALUE``, and the sum is accumulated with the 48-bit saturation applied
+    after every product (tap order c, r, s); for sums that never reach 2**47 this equals the
+    exact sum, which is the only range the golden model accepts.
     """
+    if precision not in ("int8", "int16"):
+        raise ValueError(f"precision must be int8 or int16, not {precision!r}")
+    bits = 8 if precision == "int8" else 16
     data = np.asarray(x)
     weights = np.asarray(w)
     if data.ndim != 3 or weights.ndim != 4:
@@ -67,7 +77,7 @@ def direct_conv(
     pad_top, pad_left = (check_range("pad", p, 0, 1 << 16) for p in pad)
     out_h, out_w = (check_range("out_hw", o, 1, 1 << 16) for o in out_hw)
     clip_truncate = check_unsigned("clip_truncate", clip_truncate, 5)
-    pad_byte = sign_extend(pad_value, 8)
+    pad_byte = sign_extend(pad_value, bits)
 
     out = np.zeros((kernels, out_h, out_w), dtype=np.int64)
     for k in range(kernels):
@@ -83,7 +93,9 @@ def direct_conv(
                                 value = int(data[c, iy, ix])
                             else:
                                 value = pad_byte
-                            acc += check_signed("w", int(weights[k, c, r, s]), 8) * value
+                            acc += check_signed("w", int(weights[k, c, r, s]), bits) * value
+                            if bits == 16:
+                                acc = sat(acc, 48)
                 acc = sat(acc, 48)
                 out[k, oy, ox] = sat(rha(acc, clip_truncate), 32)
     return out

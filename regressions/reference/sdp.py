@@ -432,22 +432,26 @@ def lut_lookup(x: int, lut) -> int:
 # ----------------------------------------------------------------------------- output
 
 
-def sdp_output_cvt(v: int, offset: int, scale: int, shift: int) -> int:
-    """Output converter C for int8 output: ``sat8(sat17(rha((x - OFFSET) * SCALE, SHIFT)))``."""
+def sdp_output_cvt(v: int, offset: int, scale: int, shift: int, out_bits: int = 8) -> int:
+    """Output converter C: ``sat8(sat17(rha((x - OFFSET) * SCALE, SHIFT)))`` for int8 output,
+    ``sat16(sat17(...))`` for int16 output (``out_bits=16``; cmod ``sdp_c.cpp``)."""
     offset = check_signed("cvt_offset", offset, 32)
     scale = check_signed("cvt_scale", scale, 16)
     shift = check_unsigned("cvt_shift", shift, 6)
-    return sat(sat(rha((v - offset) * scale, shift), 17), 8)
+    if out_bits not in (8, 16):
+        raise ValueError(f"out_bits must be 8 or 16, not {out_bits}")
+    return sat(sat(rha((v - offset) * scale, shift), 17), out_bits)
 
 
 def _eql_mode(p: SdpParams) -> bool:
     return (not p.y.bypass) and (not p.y.alu_bypass) and p.y.alu_algo == ALU_EQL
 
 
-def sdp(x, p: SdpParams) -> np.ndarray:
+def sdp(x, p: SdpParams, out_bits: int = 8) -> np.ndarray:
     """Full SDP int8 datapath on a (C, H, W) cube of int32 inputs; returns int64 (C, H, W).
 
-    Input is the CACC int32 (or the sign-extended int8 from MRDMA).  Order:
+    Input is the CACC int32 (or the sign-extended int8/int16 from MRDMA).  ``out_bits`` is 8 for
+    int8 output, 16 for int16 (the same integer formulas, NVDLA_NOTES §4 "fp16 / int16").  Order:
     X1 (BS) -> X2 (BN) -> Y (EW: MUL, ALU, LUT) -> output CVT.
 
     EQL mode (Y not bypassed, Y ALU not bypassed, algo 3): the output converter is
@@ -470,5 +474,5 @@ def sdp(x, p: SdpParams) -> np.ndarray:
         if eql:
             out[index] = sign_extend(value, 8)
         else:
-            out[index] = sdp_output_cvt(value, p.cvt_offset, p.cvt_scale, p.cvt_shift)
+            out[index] = sdp_output_cvt(value, p.cvt_offset, p.cvt_scale, p.cvt_shift, out_bits)
     return out

@@ -6,6 +6,7 @@
 `define NVDLA_REGS_VH
 
 // ---- GLB done bits (group 0; group 1 is the next bit), from golden.engines ----
+`define NVDLA_DONE_BIT_BDMA 6
 `define NVDLA_DONE_BIT_CDP 2
 `define NVDLA_DONE_BIT_CDMA_DAT 16
 `define NVDLA_DONE_BIT_CDMA_WT 18
