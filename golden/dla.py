@@ -40,7 +40,7 @@ _CFGROM_UNIT_IDS = {
     "SDP_RDMA": 8, "SDP": 9, "PDP_RDMA": 10, "PDP": 11, "CDP_RDMA": 12, "CDP": 13,
 }
 #: Data type bits of the CFGROM ``*_FEATURE_TYPES``/``*_WEIGHT_TYPES`` words (int8 is 0x10 in NVDLA's ROM).
-_CFGROM_TYPE_BITS = {"int8": 0x10, "int16": 0x20, "fp16": 0x100}
+CFGROM_TYPE_BITS = {"int8": 0x10, "int16": 0x20, "fp16": 0x100}
 #: SDP_CAP_COMPAT bits for its sub-units (nv_small's ROM holds 0x18 = X1 + X2).
 CFGROM_SDP_CAPS = {"sdp_bs": 0x8, "sdp_bn": 0x10, "sdp_ew": 0x20, "sdp_lut": 0x40}
 #: PDP_CAP_INCOMPAT bit of a PDP that cannot take SDP's output on the fly. NVDLA's ROMs leave it 0 (their
@@ -58,8 +58,8 @@ def cfgrom_values(hw: HwConfig) -> dict[str, int]:
     regs = register_map("small").unit("CFGROM").registers
     values = {r.name: r.reset for r in regs}
     present = hw.units | {"CIF", "CBUF"}
-    types = sum(_CFGROM_TYPE_BITS[t] for t in hw.feature_types)
-    wtypes = sum(_CFGROM_TYPE_BITS[t] for t in hw.weight_types)
+    types = sum(CFGROM_TYPE_BITS[t] for t in hw.feature_types)
+    wtypes = sum(CFGROM_TYPE_BITS[t] for t in hw.weight_types)
     for name in values:
         parts = name[len("CFGROM_"):]
         for unit in sorted(_CFGROM_UNIT_IDS, key=len, reverse=True):

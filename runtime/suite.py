@@ -19,8 +19,8 @@ from golden.errors import ConfigError, DlaError, RegisterError, UnsupportedError
 from golden.regs import register_map
 from runtime.player import PlayResult, play
 from runtime.target import InterruptTimeout, Target
-from runtime.trace import TraceError, find_traces, parse_cfg
-from runtime.txn import is_txn, parse_txn
+from runtime.trace import TraceError, find_traces
+from runtime.txn import parse_trace
 
 PASS, FAIL, NA, ERROR = "PASS", "FAIL", "N/A", "ERROR"
 
@@ -120,8 +120,7 @@ def run_trace(cfg: str, config: str, target: str = "golden") -> Outcome:
     start = time.perf_counter()
     try:
         hw = get_config(config)
-        parse = parse_txn if is_txn(path) else parse_cfg
-        trace = parse(path, register_map(hw.address_map), name=name)
+        trace = parse_trace(path, register_map(hw.address_map), name=name)
         missing = trace.missing_files()
         if missing:
             out.status, out.detail = NA, f"missing data file {missing[0].name}"

@@ -248,3 +248,11 @@ def parse_txn(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
 
 def is_txn(path: Path | str) -> bool:
     return Path(path).suffix == ".txn"
+
+
+def parse_trace(path: Path | str, regmap: RegisterMap, name: str | None = None) -> Trace:
+    """Either trace format by its file: ``input.txn`` (this module) or a ``.cfg`` (``runtime.trace``). Every
+    player and target takes what this returns, so no caller has to know the format."""
+    from runtime.trace import parse_cfg
+
+    return (parse_txn if is_txn(path) else parse_cfg)(path, regmap, name=name)

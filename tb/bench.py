@@ -24,7 +24,8 @@ from golden.regs import register_map
 from runtime.player import play
 from runtime.suite import ERROR, FAIL, NA, classify
 from runtime.target import InterruptTimeout
-from runtime.trace import MemLoad, Trace, TraceError, parse_cfg
+from runtime.trace import MemLoad, Trace, TraceError
+from runtime.txn import LoadMem, parse_trace
 from tb.csb import CsbMaster
 from tb.engines import DutCapabilities, not_applicable, probe_cfgrom, required_engines
 from tb.interrupt import InterruptMonitor
@@ -70,7 +71,9 @@ def data_volume(trace: Trace) -> int:
     around small cubes."""
     total = 0
     for cmd in trace.commands:
-        if isinstance(cmd, MemLoad):
+        if isinstance(cmd, LoadMem):  # input.txn: the bytes are already parsed
+            total += cmd.size
+        elif isinstance(cmd, MemLoad):
             try:
                 total += cmd.file.stat().st_size // _DAT_CHARS_PER_BYTE
             except OSError:
@@ -135,7 +138,13 @@ class Testbench:
         if key not in _capabilities:
             cycles = self.settings.probe_cycles
             budget_ns = cycles * self.settings.clock_ns
-            which, caps = await select(Timer(budget_ns, "ns"), probe_cfgrom(self.target.read_reg, self.hw.address_map))
+            declared = None
+            if self.settings.builtin_rtl:
+                from tb.rtl_headers import rtl_cfgrom_values
+
+                declared = rtl_cfgrom_values(self.hw)
+            which, caps = await select(Timer(budget_ns, "ns"),
+                                       probe_cfgrom(self.target.read_reg, self.hw.address_map, declared))
             _capabilities[key] = caps if which == 1 else (
                 f"DUT does not answer on CSB: CFGROM not read within {cycles} cycles after reset; "
                 f"last CSB transaction: {self.last_csb()}")
@@ -164,7 +173,7 @@ async def run_job(dut, job: TraceJob, settings: BenchSettings, target_name: str)
     budget = None
     try:
         hw = get_config(job.config)
-        trace = parse_cfg(Path(job.cfg), register_map(hw.address_map), name=job.name)
+        trace = parse_trace(Path(job.cfg), register_map(hw.address_map), name=job.name)
         missing = trace.missing_files()
         if missing:
             result["status"], result["detail"] = NA, f"missing data file {missing[0].name}"

@@ -2,10 +2,14 @@
 
 A trace needs every unit it starts (a ``D_OP_ENABLE`` write with OP_EN=1, or BDMA's launch), every
 unit whose completion it awaits (``intr_notify``), and, for an SDP operation, the SDP sub-units its
-config does not bypass (X1 = BS, X2 = BN, Y = EW, and the LUT inside Y).
+config does not bypass (X1 = BS, X2 = BN, Y = EW, and the LUT inside Y), and each data type other than int8
+that a started unit's precision fields select (``"SDP:int16"``, ``"CDMA:fp16"``).
 
 A DUT has a unit when its CFGROM descriptor ``CFGROM_<UNIT>_DESC`` is non-zero (NVDLA's ROM lists every
-unit it implements; an absent unit reads 0), and an SDP sub-unit when its ``SDP_CAP_COMPAT`` bit is set.
+unit it implements; an absent unit reads 0), an SDP sub-unit when its ``SDP_CAP_COMPAT`` bit is set, and a
+data type when the unit's ``CFGROM_<UNIT>_BASE_FEATURE_TYPES`` has its bit. An address map without a CFGROM
+(nvdlav1's) tells nothing: a user's DUT is assumed to have everything, our own RTL declares the CFGROM words
+it would have (``BenchSettings.declared_cfgrom``).
 A trace that needs anything the DUT lacks is not applicable (N/A), never passed.
 """
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 from golden.config import HwConfig
-from golden.dla import CFGROM_PDP_NO_SDP_FLYING, CFGROM_SDP_CAPS, cfgrom_values
+from golden.dla import CFGROM_PDP_NO_SDP_FLYING, CFGROM_SDP_CAPS, CFGROM_TYPE_BITS, cfgrom_values
 from golden.regs import RegisterMap, register_map
 from runtime.trace import IntrNotify, RegWrite, Trace
 
@@ -69,6 +73,8 @@ def required_engines(trace: Trace, regmap: RegisterMap) -> list[str]:
             if not starts:
                 continue
             need(reg.unit)
+            for dtype in _precisions(regmap, reg.unit, last):
+                need(f"{reg.unit}:{dtype}")
             if reg.unit == "SDP":
                 for feature, (cfg, bypass) in SDP_FEATURES.items():
                     if field_of("SDP", cfg, bypass) == 0:
@@ -85,6 +91,25 @@ def required_engines(trace: Trace, regmap: RegisterMap) -> list[str]:
             if source in INTR_SOURCE_UNITS:
                 need(INTR_SOURCE_UNITS[source])
     return needed
+
+
+def _precisions(regmap: RegisterMap, unit: str, last: dict[int, int]) -> list[str]:
+    """Data types other than int8 that ``unit``'s precision fields (those with an INT16/FP16 enum) select,
+    from the register values written last. Only written registers count: several reset to int16 (CDMA,
+    CSC, CACC, CDP), and a trace relying on that would be unusual enough to fail rather than be skipped."""
+    out: list[str] = []
+    for reg in regmap.unit(unit).registers:
+        if regmap.address(unit, reg.name) not in last:
+            continue
+        for fld in reg.fields:
+            enum = getattr(fld, "enum", None) or {}
+            if "INT16" not in enum or "FP16" not in enum:
+                continue
+            value = fld.decode(last[regmap.address(unit, reg.name)])
+            dtype = {enum["INT16"]: "int16", enum["FP16"]: "fp16"}.get(value)
+            if dtype and dtype not in out:
+                out.append(dtype)
+    return out
 
 
 @dataclass(frozen=True)
@@ -106,6 +131,10 @@ class DutCapabilities:
             return True
         if engine in SDP_FEATURES or engine == "SDP_LUT":
             return engine in self.sdp_features
+        if ":" in engine:  # "UNIT:dtype": the unit's FEATURE_TYPES word, when the ROM has one
+            unit, dtype = engine.split(":")
+            types = self.words.get(f"CFGROM_{unit}_BASE_FEATURE_TYPES")
+            return types is None or bool(types & CFGROM_TYPE_BITS[dtype])
         if engine == SDP_PDP_FLYING:
             return "PDP" in self.units and not self.words.get("CFGROM_PDP_CAP_INCOMPAT", 0) & CFGROM_PDP_NO_SDP_FLYING
         return engine in self.units
@@ -113,7 +142,7 @@ class DutCapabilities:
     def missing(self, required: list[str]) -> list[str]:
         """Required engines the DUT lacks, core units first (``PDP`` before ``PDP_RDMA``)."""
         lacking = [e for e in required if not self.has(e)]
-        return sorted(lacking, key=lambda e: (e.endswith("_RDMA"), required.index(e)))
+        return sorted(lacking, key=lambda e: (":" in e, e.endswith("_RDMA"), required.index(e)))
 
     def mismatches(self, hw: HwConfig) -> list[str]:
         """CFGROM sizes that differ from ``hw`` (only words the DUT fills in, of units it has)."""
@@ -146,18 +175,26 @@ def cfgrom_words_to_probe(regmap: RegisterMap) -> list[str]:
     """CFGROM registers worth reading: every unit descriptor, SDP capabilities, and compared sizes."""
     names = [r.name for r in regmap.unit("CFGROM").registers]
     wanted = [n for n in names if n.endswith("_DESC")]
+    wanted += [n for n in names if n.endswith("_BASE_FEATURE_TYPES")]
     wanted += [n for n in ("CFGROM_SDP_CAP_COMPAT", "CFGROM_PDP_CAP_INCOMPAT", *COMPARED_WORDS) if n in names]
     return wanted
 
 
-async def probe_cfgrom(read_reg: Callable[[int], Awaitable[int]], address_map: str) -> DutCapabilities:
-    """Read the DUT's CFGROM over CSB."""
+async def probe_cfgrom(read_reg: Callable[[int], Awaitable[int]], address_map: str,
+                       declared: dict[str, int] | None = None) -> DutCapabilities:
+    """Read the DUT's CFGROM over CSB; without a CFGROM in the address map, the ``declared`` words (our
+    RTL's) or, for a DUT that declares none, ``unknown``."""
     regmap = register_map(address_map)
     if "CFGROM" not in regmap.bases:
-        return DutCapabilities.unknown()
+        return capabilities_from_words(declared) if declared else DutCapabilities.unknown()
     words = {}
     for name in cfgrom_words_to_probe(regmap):
         words[name] = await read_reg(regmap.address("CFGROM", name))
+    return capabilities_from_words(words)
+
+
+def capabilities_from_words(words: dict[str, int]) -> DutCapabilities:
+    """What CFGROM words (read, or declared by our RTL) advertise."""
     units = {name[len("CFGROM_"):-len("_DESC")] for name, v in words.items() if name.endswith("_DESC") and v}
     caps = words.get("CFGROM_SDP_CAP_COMPAT", 0)
     features = {f"SDP_{attr[len('sdp_'):].upper()}" for attr, bit in CFGROM_SDP_CAPS.items() if caps & bit}

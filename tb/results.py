@@ -42,6 +42,9 @@ class BenchSettings:
     probe_cycles: int = 100_000
     #: Send CSB writes non-posted (wait for nvdla2csb_wr_complete). NVDLA's own flows post them.
     nposted_writes: bool = False
+    #: The DUT is our RTL (``rtl/``): on an address map without a CFGROM (nvdlav1's) the testbench takes the
+    #: CFGROM words our RTL would have (``tb.rtl_headers.rtl_cfgrom_values``) instead of assuming everything.
+    builtin_rtl: bool = False
 
 
 @dataclass(frozen=True)

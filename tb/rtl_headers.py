@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 from golden.config import HwConfig, get_config  # noqa: E402
-from golden.dla import CFGROM_PDP_NO_SDP_FLYING, CFGROM_SDP_CAPS, LUT_DEPTH, LUT_UNITS, cfgrom_values  # noqa: E402
+from golden.dla import CFGROM_PDP_NO_SDP_FLYING, CFGROM_SDP_CAPS, CFGROM_TYPE_BITS, LUT_DEPTH, LUT_UNITS, cfgrom_values  # noqa: E402
 from golden.engines import load_engines  # noqa: E402
 from golden.regs import UNIT_BASES, UNITS, Register, Unit  # noqa: E402
 
@@ -214,6 +214,10 @@ def rtl_cfgrom_values(hw: HwConfig) -> dict[str, int]:
     # Our SDP has X1/X2 but no Y (EW) or LUT yet, and our PDP takes no on-the-fly input from SDP.
     values["CFGROM_SDP_CAP_COMPAT"] &= ~(CFGROM_SDP_CAPS["sdp_ew"] | CFGROM_SDP_CAPS["sdp_lut"])
     values["CFGROM_PDP_CAP_INCOMPAT"] |= CFGROM_PDP_NO_SDP_FLYING
+    # Our engines compute int8 only, whatever data types the config has.
+    for unit in ENGINE_UNITS:
+        if f"CFGROM_{unit}_BASE_FEATURE_TYPES" in values:
+            values[f"CFGROM_{unit}_BASE_FEATURE_TYPES"] = CFGROM_TYPE_BITS["int8"]
     return values
 
 

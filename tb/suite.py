@@ -23,7 +23,8 @@ from typing import Callable, Iterator, Mapping
 from golden.config import HwConfig, get_config
 from golden.regs import register_map
 from runtime.suite import ERROR, NA, PASS, Outcome, TargetSetupError, trace_name
-from runtime.trace import TraceError, parse_cfg
+from runtime.trace import TraceError
+from runtime.txn import parse_trace
 from tb.filelist import FileListError
 from tb.results import ABORTED, BenchSettings, JobFile, TraceJob, read_result
 from tb.runner import (
@@ -130,7 +131,7 @@ def settings_for(opts: RtlOptions) -> BenchSettings:
     if idle is None:
         idle = RESET_IDLE_USER if opts.filelist else RESET_IDLE_BUILTIN
     return BenchSettings(reset_idle_cycles=idle, timeout_cycles=opts.timeout_cycles,
-                         nposted_writes=opts.nposted_writes)
+                         nposted_writes=opts.nposted_writes, builtin_rtl=not opts.filelist and opts.dut is None)
 
 
 # ---- running ---------------------------------------------------------------------------------------------
@@ -149,7 +150,7 @@ def precheck(cfg: str, config: str, target: str) -> Outcome | None:
     out = Outcome(trace_name(cfg), cfg, config, target, ERROR)
     try:
         hw = get_config(config)
-        trace = parse_cfg(Path(cfg), register_map(hw.address_map), name=out.name)
+        trace = parse_trace(Path(cfg), register_map(hw.address_map), name=out.name)
     except TraceError as exc:
         out.detail, out.bad_input = str(exc), True
         return out

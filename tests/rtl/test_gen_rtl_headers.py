@@ -100,6 +100,15 @@ def test_cfgrom_advertises_only_what_the_rtl_implements():
         assert rtl[f"CFGROM_{block}_DESC"] != 0
 
 
+def test_cfgrom_advertises_int8_only_on_a_config_with_int16_and_fp16():
+    """Our SDP and PDP compute int8 only; nv_full has int16 and fp16 (its map has no CFGROM, but the words
+    are what our RTL declares to the testbench)."""
+    hw = get_config("nv_full")
+    assert cfgrom_values(hw)["CFGROM_SDP_BASE_FEATURE_TYPES"] == 0x130
+    rom = gen.rtl_cfgrom_values(hw)
+    assert rom["CFGROM_SDP_BASE_FEATURE_TYPES"] == rom["CFGROM_PDP_BASE_FEATURE_TYPES"] == 0x10
+
+
 def test_cfgrom_does_not_advertise_sdp_ew_or_lut():
     """Our SDP has no Y (EW) stage or LUT yet, even where the config has them."""
     hw = get_config("nv_small_256_full")

@@ -109,3 +109,40 @@ def test_nvdla_nv_small_traces_need_only_what_nv_small_has(pytestconfig):
     # exactly the EW traces, which the golden model also reports N/A on nv_small
     assert lacking and all("_ew" in name and m[0] == "SDP_EW" for name, m in lacking.items())
     assert len(lacking) == 4
+
+
+def test_precisions_other_than_int8_are_required_per_unit(tmp_path):
+    """A started unit whose precision fields say int16/fp16 needs that data type; a CFGROM advertises the
+    types of each unit in its FEATURE_TYPES word (int8 0x10, int16 0x20, fp16 0x100)."""
+    t = trace_of(tmp_path, [
+        "reg_write(NVDLA_SDP.D_DATA_FORMAT_0, 0x5);",  # PROC_PRECISION int16, OUT_PRECISION int16
+        "reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);",
+        "reg_write(NVDLA_PDP.D_DATA_FORMAT_0, 0x2);",  # INPUT_DATA fp16
+        "reg_write(NVDLA_PDP.D_OPERATION_MODE_CFG_0, 0x10);",
+        "reg_write(NVDLA_PDP.D_OP_ENABLE_0, 0x1);",
+        "reg_write(NVDLA_CDP.D_OP_ENABLE_0, 0x1);",  # D_DATA_FORMAT not written: no type required
+        "check_nothing(0);",
+    ])
+    assert required_engines(t, SMALL) == ["SDP", "SDP:int16", "PDP", "PDP:fp16", "CDP"]
+    words = dict(cfgrom_values(get_config("nv_small")))
+    int8_only = caps_of(words)
+    assert int8_only.missing(required_engines(t, SMALL)) == ["SDP:int16", "PDP:fp16"]
+    wide = caps_of({**words, "CFGROM_SDP_BASE_FEATURE_TYPES": 0x30, "CFGROM_PDP_BASE_FEATURE_TYPES": 0x110})
+    assert wide.missing(required_engines(t, SMALL)) == []
+    no_conv = caps_of({**words, "CFGROM_CDMA_DESC": 0})
+    assert not_applicable(no_conv.missing(["SDP:int16", "CDMA"])) == "engine CDMA not in DUT (nor SDP:int16)"
+
+
+def test_our_rtl_declares_its_cfgrom_where_the_address_map_has_none():
+    """nvdlav1's map (nv_full) has no CFGROM: a user's DUT is assumed to have everything, our RTL declares
+    the words it would hold, so a conv or int16 trace is N/A on it instead of hanging."""
+    from tb.rtl_headers import rtl_cfgrom_values
+
+    hw = get_config("nv_full")
+
+    async def no_reads(addr: int) -> int:
+        raise AssertionError("nothing to read without a CFGROM")
+
+    assert asyncio.run(probe_cfgrom(no_reads, "full")) == DutCapabilities.unknown()
+    ours = asyncio.run(probe_cfgrom(no_reads, "full", rtl_cfgrom_values(hw)))
+    assert ours.missing(["CDMA", "SDP", "SDP:int16", "PDP", "BDMA"]) == ["CDMA", "BDMA", "SDP:int16"]
