@@ -173,9 +173,8 @@ def op_needs(net: NvdlaNetwork) -> list[OpNeeds]:
     descriptors that cannot be decoded or an op type the firmware model does not run."""
     out = []
     for task in net.submit_order():
-        if task.interface != fbs.IF_DLA1:
-            raise NvdlaRunError(f"{net.name}: task {task.id} is an EMU1 (CPU emulator) task, which this runtime "
-                                "does not run")
+        if task.interface != fbs.IF_DLA1:  # EMU1: runs on the CPU side (runtime.nvdla.emulator), needs no engine
+            continue
         read = _task_reader(net, task)
         try:
             nd = d.NetworkDesc.decode(read(0, 0, d.NetworkDesc.nbytes(), "network descriptor (address 0)"))

@@ -281,3 +281,20 @@ def test_dut_failure_is_one_line_exit_1_and_keeps_the_run(simulator, tmp_path, m
     (kept,) = (tmp_path / "runs").glob("nvdla-*")
     assert (kept / "sim.log").is_file() and str(kept / "sim.log") in err[0]
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("before_dla", [True, False])
+def test_emu_tasks_run_between_simulated_dla_tasks(simulator, before_dla, tmp_path):
+    """EMU1 (CPU) tasks run in the cocotb test between the DUT's DLA tasks, through the DUT's memory, in
+    submit order: the result equals the plain computation and golden's run."""
+    from tests.runtime.test_nvdla_emu import emu_and_pool_expected, emu_and_pool_loadable
+
+    x = np.random.default_rng(7).integers(-40, 40, (8, 4, 4)).astype(np.int8)
+    blob = emu_and_pool_loadable(x, before_dla)
+    (result,) = run_nvdla_networks([NvdlaNetwork(fbs.parse(blob), path="emu")], HW, simulator=simulator,
+                                   options={"runs_root": str(tmp_path)})
+    got = np.frombuffer(result.outputs[0].data[:32], np.int8).reshape(2, 2, 8).transpose(2, 0, 1)
+    assert np.array_equal(got, emu_and_pool_expected(x, before_dla))
+    assert result.outputs[0].data == _golden(blob).outputs[0].data
+    assert [sorted(t.stats.ops) for t in result.tasks] == (
+        [["EMU_POWER"], ["PDP"]] if before_dla else [["PDP"], ["EMU_POWER"]])

@@ -2,8 +2,9 @@
 
 ``NvdlaNetwork.load(path)`` reads and checks the file. ``run(target)`` allocates every memory entry
 (DRAM from 0x8000_0000, CV-SRAM from 0x5000_0000; page-aligned), writes the ``SET`` contents from the
-blobs, then runs the DLA tasks in submit-list order, each through the firmware scheduler
-(``runtime.nvdla.firmware``) with the task's address list. Outputs are the ``OUTPUT`` memories, read
+blobs, then runs the tasks in submit-list order: DLA tasks through the firmware scheduler
+(``runtime.nvdla.firmware``) with the task's address list, EMU1 tasks (softmax, power) through the CPU
+emulator (``runtime.nvdla.emulator``). Outputs are the ``OUTPUT`` memories, read
 back as their tensor descriptors say, and written as DIMG files (``o_000000.dimg``, ...) byte-compatible
 with NVDLA's runtime.
 
@@ -23,6 +24,7 @@ from typing import Callable
 from golden.config import HwConfig
 from runtime.nvdla import fbs
 from runtime.nvdla.dimg import DimgError, encode_dimg, surface_format
+from runtime.nvdla.emulator import Emulator, EmulatorError
 from runtime.nvdla.firmware import Firmware, FirmwareError, FirmwareStats, TaskMemory
 from runtime.executor import allocate
 from runtime.target import Target
@@ -51,13 +53,15 @@ class Output:
     tensor: fbs.TensorDesc
 
     def dimg(self, native_atom: int | None = None) -> bytes:
-        """NVDLA's runtime's DIMG of this output; with ``native_atom`` (the hardware's int8 channels per
-        atom), int8 features are dumped with their real interleave instead of NVDLA's fixed 32."""
+        """NVDLA's runtime's DIMG of this output, header as in NVDLA's regression goldens; with ``native_atom``
+        (the hardware's int8 channels per atom), int8 features are dumped with their real interleave instead of
+        NVDLA's fixed 32, and the header uses today's format enum (the goldens' runtime had no x8 format)."""
         t = self.tensor
         fmt = surface_format(t.pixel_format, t.data_type)
         if native_atom is not None and fmt == "D_F8_CxHWx_x32_I":
             fmt = {8: "D_F8_CxHWx_x8_I", 32: "D_F8_CxHWx_x32_I"}.get(native_atom, fmt)
-        return encode_dimg(self.data, fmt, t.c, t.h, t.w, t.strides[1], t.strides[2], t.size)
+        return encode_dimg(self.data, fmt, t.c, t.h, t.w, t.strides[1], t.strides[2], t.size,
+                           golden_era=native_atom is None)
 
 
 @dataclass
@@ -104,8 +108,8 @@ class NvdlaNetwork:
             return layout == "legacy"
         if layout != "auto":
             raise NvdlaRunError(f"descriptor layout {layout!r}: use auto, legacy or current")
-        versions = {(b.version.major, b.version.minor) for b in self.ld.blobs
-                    if b.interface == fbs.IF_DLA1 or b.sub_interface in _DESCRIPTOR_SUBS}
+        versions = {(b.version.major, b.version.minor) for b in self.ld.blobs if b.interface != fbs.IF_EMU1
+                    and (b.interface == fbs.IF_DLA1 or b.sub_interface in _DESCRIPTOR_SUBS)}
         return bool(versions) and max(versions) < MODERN_DESCRIPTORS
 
     def _fail(self, message: str) -> NvdlaRunError:
@@ -174,6 +178,21 @@ class NvdlaNetwork:
             return [by_id[tid] for s in sorted(self.ld.submits, key=lambda s: s.id) for tid in s.task_id]
         return sorted(self.ld.tasks, key=lambda t: t.id)
 
+    async def _emulate(self, task: fbs.TaskEntry, target: Target, where: dict[int, tuple[int, str]],
+                       log: Callable[[str], None] | None) -> FirmwareStats:
+        """An EMU1 task through ``runtime.nvdla.emulator``, its address list mapped as NVDLA's runtime maps it
+        for the CPU: memory + offset, up to the end of the memory; CV-SRAM unmapped (None)."""
+        entries: list[tuple[int, int, str] | None] = []
+        for aid in task.address_list:
+            a = self.addresses[aid]
+            m = self.memories[a.mem_id]
+            base, mem = where[m.id]
+            entries.append(None if m.domain == 1 else (base + a.offset, m.size - a.offset, mem))
+        try:
+            return await Emulator(target, entries, legacy=self.legacy, log=log).execute()
+        except EmulatorError as exc:
+            raise self._fail(f"task {task.id} (EMU): {exc}") from None
+
     async def run_async(self, target: Target, *, hw: HwConfig | None = None, timeout_ns: int = 10_000_000_000,
                         log: Callable[[str], None] | None = None) -> RunResult:
         hw = hw or target.hw
@@ -193,8 +212,9 @@ class NvdlaNetwork:
                 await target.write_mem(base, bytes(data), mem)
         result = RunResult()
         for task in self.submit_order():
-            if task.interface != fbs.IF_DLA1:
-                raise self._fail(f"task {task.id} is an EMU1 (CPU emulator) task, which this runtime does not run")
+            if task.interface == fbs.IF_EMU1:  # NVDLA's runtime runs it on the CPU, blocking, in submit order
+                result.tasks.append(TaskResult(task.id, await self._emulate(task, target, where, log)))
+                continue
             entries = []
             for aid in task.address_list:
                 a = self.addresses[aid]

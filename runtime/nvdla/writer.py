@@ -16,12 +16,15 @@ the dependency graph from what each op needs:
 - ``fused_to=i``: this op consumes op i on the fly (conv -> SDP, SDP -> PDP); the pair is enabled
   consumer first: the consumer waits for the producer being programmed, the producer for the
   consumer being enabled.
+
+``emu_task`` adds EMU1 (CPU emulator: softmax, power) tasks before or after the DLA task, one submit each.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from runtime.nvdla import descriptors as d
+from runtime.nvdla import emulator as emu
 from runtime.nvdla import fbs
 
 __all__ = ["LoadableBuilder", "FIRMWARE_INTERFACE"]
@@ -47,6 +50,8 @@ class LoadableBuilder:
         self.ld = fbs.NvdlaLoadable()
         self.ops: list[_Op] = []
         self.luts: list[d.Struct] = []
+        #: EMU1 tasks: (ops, their network/op/buffer-list address ids, submitted before the DLA task?)
+        self.emu_tasks: list[tuple[list[tuple[emu.EmuOp, emu.EmuBufferDesc, emu.EmuBufferDesc]], list[int], bool]] = []
         self._version = fbs.Version(*(LEGACY_INTERFACE if legacy else FIRMWARE_INTERFACE))
         # address-list slots 0..4 are the network, op, surface, dependency and LUT lists
         self._addresses: list[int] = []
@@ -109,6 +114,30 @@ class LoadableBuilder:
                 raise ValueError(f"op {len(self.ops)}: depends on op {i}, which is not defined before it")
         self.ops.append(_Op(op_type, op, surface, list(after), fused_to))
         return len(self.ops) - 1
+
+    def emu_task(self, ops: list[tuple[emu.EmuOp, emu.EmuBufferDesc, emu.EmuBufferDesc]], *,
+                 before_dla: bool = False) -> None:
+        """An EMU1 (CPU emulator) task running ``ops`` (op, src, dst; the buffer descriptors' address_index
+        are this builder's buffer indices), submitted after the DLA task, or before it. Its address list is
+        the DLA task's with entry 0 its own network descriptor and its op and buffer lists appended, as
+        NVDLA's compiler lays EMU tasks out."""
+        ids = [self._memory_entry(f"emu{len(self.emu_tasks)}_{n}", 0, None, fbs.MEM_ALLOC | fbs.MEM_SET)
+               for n in ("addr0", "op_list", "op_buf_list")]
+        self.emu_tasks.append((list(ops), ids, before_dla))
+
+    def _emu_entry(self, ops: list, ids: list[int], task_id: int) -> fbs.TaskEntry:
+        addresses = [ids[0], *self._addresses[1:], ids[1], ids[2]]
+        net = emu.EmuNetworkDesc(len(addresses) - 2, len(addresses) - 1, len(ops))
+        op_list = b"".join(o.encode(self.legacy) for o, _, _ in ops)
+        buf_list = b"".join(s.encode(self.legacy) + t.encode(self.legacy) for _, s, t in ops)
+        for aid, data, sub in zip(ids, (net.encode(), op_list, buf_list), (1, 3, 4)):  # EMU1 ADDR0, OPS, SURFS
+            entry = self.ld.addresses[aid]
+            mem = self.ld.memories[entry.mem_id]
+            mem.size = entry.size = max(len(data), 4)
+            blob = self.ld.blob(mem.contents[0])
+            blob.data, blob.size = data, len(data)
+            blob.interface, blob.sub_interface, blob.version = fbs.IF_EMU1, sub, fbs.Version(0, 0, 1)
+        return fbs.TaskEntry(id=task_id, interface=fbs.IF_EMU1, instance=-1, address_list=addresses)
 
     def _graph(self) -> list[d.Struct]:
         commons = [d.CommonOpDesc(index=i, roi_index=0, op_type=o.op_type) for i, o in enumerate(self.ops)]
@@ -173,6 +202,9 @@ class LoadableBuilder:
             blob = self.ld.blob(mem.contents[0])
             blob.data, blob.size = data, len(data)
             blob.interface, blob.sub_interface, blob.version = fbs.IF_DLA1, sub, self._version
-        self.ld.tasks = [fbs.TaskEntry(id=0, interface=fbs.IF_DLA1, instance=-1, address_list=list(self._addresses))]
-        self.ld.submits = [fbs.SubmitEntry(id=0, task_id=[0])]
+        dla = [None] if self.ops or not self.emu_tasks else []  # None: the DLA task
+        order = [t for t in self.emu_tasks if t[2]] + dla + [t for t in self.emu_tasks if not t[2]]
+        self.ld.tasks = [fbs.TaskEntry(id=i, interface=fbs.IF_DLA1, instance=-1, address_list=list(self._addresses))
+                         if t is None else self._emu_entry(t[0], t[1], i) for i, t in enumerate(order)]
+        self.ld.submits = [fbs.SubmitEntry(id=i, task_id=[i]) for i in range(len(order))]
         return fbs.build(self.ld)
