@@ -3,7 +3,8 @@
 An engine is a pure function of register views and memory. The register-level model (``golden.dla``)
 decides *when* it fires: when the engine's core units, its read DMA (if the config needs it) and every
 engine chained on the fly with it (conv -> SDP -> PDP) are enabled in their consumer groups. Data passed
-on the fly (CACC -> SDP int32, SDP -> PDP int8) travels as numpy cubes through ``OpContext.flying_input``.
+on the fly (CACC -> SDP int32, SDP -> PDP int8/int16) travels as numpy cubes through ``OpContext.flying_input``;
+SDP -> PDP fp16 cubes are ``np.float16`` arrays whose bit patterns are the cmod's fp16 results (int cubes are int64).
 
 A unit without ping-pong groups (BDMA) takes operations through a ``CommandQueue`` instead: a register
 write queues a snapshot of its registers, another launches everything queued as group 0 or 1.
@@ -100,7 +101,7 @@ class Engine:
 ENGINES: dict[str, Engine] = {}
 
 #: Modules that register engines; importing them fills ``ENGINES``.
-ENGINE_MODULES = ("conv", "sdp", "pdp", "cdp", "bdma")
+ENGINE_MODULES = ("conv", "sdp", "pdp", "cdp", "bdma", "rubik")
 
 
 def register(engine: Engine) -> Engine:

@@ -12,6 +12,7 @@
 `define NVDLA_DONE_BIT_CDMA_WT 18
 `define NVDLA_DONE_BIT_CACC 20
 `define NVDLA_DONE_BIT_PDP 4
+`define NVDLA_DONE_BIT_RUBIK 8
 `define NVDLA_DONE_BIT_SDP 0
 `define NVDLA_INTR_BITS 22
 // ---- LUT depths of the units holding LUTs, from golden.dla ----

@@ -17,9 +17,10 @@ the traffic NVDLA's own software would produce:
   engines are then served in op-type order, each starting from the group after the one that last
   completed, as ``dla_process_events`` does.
 
-Differences from the C firmware, all observable only as errors: a descriptor the firmware would read
-out of bounds, an unknown op type, or a dependency graph that can never finish (the C firmware would
-hang) raise ``FirmwareError`` naming the op. Stats (STAT_ENABLE) and dynamic ROIs are not supported.
+Differences from the C firmware: a descriptor the firmware would read out of bounds, an unknown op type,
+or a dependency graph that can never finish (the C firmware would hang) raise ``FirmwareError`` naming the
+op; an op the firmware completes itself (a BDMA op with no transfers) is handled at once instead of with
+the next interrupt. Stats (STAT_ENABLE) and dynamic ROIs are not supported.
 """
 from __future__ import annotations
 
@@ -111,7 +112,9 @@ class Firmware:
         await self.target.write_reg(self.regmap.address(unit, name), value)
 
     async def _run_program(self, p: Program) -> None:
-        for unit, name, value in p.writes:
+        for i, (unit, name, value) in enumerate(p.writes):
+            if i in p.polls:
+                await self._poll(p.polls[i], p.where)
             await self._write(unit, name, value)
 
     def _program(self, where: str) -> Program:
@@ -174,7 +177,7 @@ class Firmware:
         e = proc.engine
         if proc.group_status == 0x3:
             return None
-        consumer = (await self.target.read_reg(self.regmap.address(e.pointer_unit, "S_POINTER")) >> 16) & 1
+        consumer = e.consumer_of(await self.target.read_reg(self.regmap.address(e.pointer_unit, e.pointer_register)))
         rdma = 0
         if e.rdma_pointer_unit is not None:
             rdma = (await self.target.read_reg(self.regmap.address(e.rdma_pointer_unit, "S_POINTER")) >> 16) & 1
@@ -257,6 +260,8 @@ class Firmware:
         if self.log:
             self.log(f"enable {self._where(op)} group {g.id}")
         g.active = True
+        if proc.engine.completes_at_enable(g):  # e.g. dla_bdma_enable with no transfers
+            proc.events[g.id] |= 1 << d.EVENT_OP_COMPLETED
         name = proc.engine.name
         self.stats.ops[name] = self.stats.ops.get(name, 0) + 1
         live = sum(1 for x in proc.groups if x is not None and x.active)
@@ -337,11 +342,9 @@ class Firmware:
                 bits |= 0b11 << bit
         return bits
 
-    async def service(self) -> None:
-        """Wait for an interrupt, clear it and handle every event it carries (dla_isr_handler +
-        dla_process_events)."""
-        bits = self._watched_bits()
-        await self.target.wait_interrupt(bits, self.timeout_ns)
+    async def _take_interrupt(self) -> None:
+        """Wait for an interrupt, clear it and turn its bits into group events (dla_isr_handler)."""
+        await self.target.wait_interrupt(self._watched_bits(), self.timeout_ns)
         status_addr = self.regmap.address("GLB", "S_INTR_STATUS")
         status = await self.target.read_reg(status_addr)
         await self._write("GLB", "S_INTR_STATUS", status)
@@ -355,6 +358,13 @@ class Firmware:
                 for bit, event in e.extra_events:
                     if status >> (bit + gid) & 1:
                         proc.events[gid] |= 1 << event
+
+    async def service(self) -> None:
+        """Take an interrupt and handle every event it carries (dla_isr_handler + dla_process_events).
+        Events the firmware raised itself (a BDMA op with no transfers) are handled without waiting: the C
+        firmware sees them with the next interrupt, which never comes when nothing else runs."""
+        if not any(any(proc.events) for proc in self.procs.values()):
+            await self._take_interrupt()
         for proc in self.procs.values():
             gid = 1 - proc.last_group
             for _ in range(2):

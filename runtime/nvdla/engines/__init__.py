@@ -56,6 +56,13 @@ class Program:
     lut: Callable[[int], LutParam]  # LUT list index -> its parameters
     where: str = ""  # "op 3 (PDP)" for error messages
     writes: list[tuple[str, str, int]] = field(default_factory=list)
+    #: polls made before a write: write index -> (unit, register, field) read until non-zero
+    polls: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+
+    def poll(self, unit: str, name: str, field_name: str) -> None:
+        """Before the next write, read UNIT.NAME until FIELD is non-zero (bdma.c waits for a free slot)."""
+        self.regmap.unit(unit).register(name).field(field_name)  # the name must exist
+        self.polls[len(self.writes)] = (unit, name, field_name)
 
     def reg(self, unit: str, name: str, value: int = 0, **fields: int | str) -> None:
         """Write ``value`` OR the encoded fields (enum names allowed) to UNIT.NAME."""
@@ -106,6 +113,13 @@ class Engine:
     idle_units: tuple[str, ...] = ()
     #: (unit, register, field) polled until non-zero before the op is enabled (conv: CBUF flush done)
     enable_poll: tuple[str, str, str] | None = None
+    #: register of ``pointer_unit`` utils_get_free_group reads, and the hardware's consumer group in it
+    #: (S_POINTER.CONSUMER; BDMA has no pointer and reads STATUS.GRP0_BUSY instead)
+    pointer_register: str = "S_POINTER"
+    consumer_of: Callable[[int], int] = lambda word: (word >> 16) & 1
+    #: an op the enable step completes in software, with no hardware done interrupt (a BDMA op with no
+    #: transfers): the firmware raises its OP_COMPLETED event itself
+    completes_at_enable: Callable[[Group], bool] = lambda group: False
 
 
 ENGINES: dict[int, Engine] = {}
@@ -117,7 +131,7 @@ def register(engine: Engine) -> Engine:
 
 
 def _load_all() -> None:
-    from runtime.nvdla.engines import cdp, conv, pdp, sdp  # noqa: F401  (registrations)
+    from runtime.nvdla.engines import bdma, cdp, conv, pdp, rubik, sdp  # noqa: F401  (registrations)
 
 
 _load_all()
