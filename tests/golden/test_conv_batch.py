@@ -1,0 +1,171 @@
+"""Batched direct convolution (``golden.engines.conv_batch``): each batch equals its own unbatched
+convolution, SDP writes batch b at ``b * D_DST_BATCH_STRIDE``, MEM operands serve every batch, and the batch
+rules (units agree, strides, CBUF, CACC/SDP pairing, memory-only output) raise naming the field."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from golden import Dla, get_config
+from golden.errors import ConfigError, UnsupportedError
+from golden.regs import UNITS
+from regressions import programs, programs_image
+from regressions.programs_image import BatchConvLayer
+
+HW = get_config("nv_full")
+
+
+def layer(n: int = 3, seed: int = 0, **kw) -> BatchConvLayer:
+    rng = np.random.default_rng(seed)
+    c, h, w, k = kw.pop("c", 40), kw.pop("h", 5), kw.pop("w", 6), kw.pop("k", 35)
+    base = dict(xs=rng.integers(-128, 128, (n, c, h, w)), w=rng.integers(-20, 20, (k, c, 3, 2)), stride=(1, 2),
+                pad=(1, 1), pad_value=-3, clip_truncate=5, out_cvt=(7, 3, 4), src_gap=32, dst_gap=96)
+    return BatchConvLayer(**{**base, **kw})
+
+
+def patched(program: programs.Program, **changes: dict) -> programs.Program:
+    """A copy of ``program`` with fields of some register words changed (``CDMA__D_BATCH_STRIDE=dict(...)``)."""
+    writes = list(program.writes)
+    for key, fields in changes.items():
+        unit, name = key.split("__")
+        reg = UNITS[unit].register(name)
+        for i, (full, value) in enumerate(writes):
+            if full == reg.full_name:
+                for f, v in fields.items():
+                    value = (value & ~reg.field(f).mask) | reg.field(f).encode(v)
+                writes[i] = (full, value)
+    return dataclasses.replace(program, writes=writes)
+
+
+def unbatched(lay: BatchConvLayer, b: int) -> bytes:
+    """Batch b alone, as a plain direct convolution program."""
+    conv = programs.ConvLayer(x=lay.xs[b], w=lay.w, stride=lay.stride, dilation=lay.dilation, pad=lay.pad,
+                              pad_value=lay.pad_value, out_hw=lay.out_hw, clip_truncate=lay.clip_truncate,
+                              cvt=lay.cvt, out_cvt=lay.out_cvt)
+    return programs.program_conv(HW, conv).run(Dla(HW))
+
+
+def test_each_batch_equals_its_unbatched_convolution_at_its_stride():
+    lay = layer(n=4)
+    program = programs_image.program_batch_conv(HW, lay)
+    dla = Dla(HW)
+    got = program.run(dla)
+    _, dst_stride = lay.batch_strides(HW)
+    assert dst_stride % 32 == 0 and dst_stride % 64 != 0  # batches start on and off 64-byte boundaries
+    for b in range(4):
+        alone = unbatched(lay, b)
+        assert got[b * dst_stride : b * dst_stride + len(alone)] == alone
+        if b < 3:  # the gap up to the next batch is never written
+            assert not any(got[b * dst_stride + len(alone) : (b + 1) * dst_stride])
+    assert len(set(got[b * dst_stride : b * dst_stride + 64] for b in range(4))) == 4
+    assert dla.intr_status & 1 and dla.history[-1][0] == ("CONV", "SDP")
+
+
+def test_saturation_counts_add_up_over_batches():
+    lay = layer(n=3, clip_truncate=0, out_cvt=(0, 1, 0))
+    dla = Dla(HW)
+    programs_image.program_batch_conv(HW, lay).run(dla)
+    per_batch = []
+    for b in range(3):
+        d = Dla(HW)
+        conv = programs.ConvLayer(x=lay.xs[b], w=lay.w, stride=lay.stride, pad=lay.pad, pad_value=lay.pad_value,
+                                  clip_truncate=0)
+        programs.program_conv(HW, conv).run(d)
+        per_batch.append(d.read("NVDLA_CACC.D_OUT_SATURATION_0"))
+    assert dla.read("NVDLA_CACC.D_OUT_SATURATION_0") == sum(per_batch)
+
+
+def test_memory_operands_serve_every_batch():
+    from regressions.reference import sdp as ref_sdp
+
+    lay = layer(n=2, k=9)
+    oh, ow = lay.output_hw()
+    rng = np.random.default_rng(5)
+    x1 = ref_sdp.SdpXParams(bypass=False, alu_bypass=False, alu_algo=2,
+                            alu_operand=rng.integers(-300, 300, (9, oh, ow)),
+                            mul_bypass=False, mul_operand=rng.integers(-50, 50, (9, oh, ow)), mul_shift=3,
+                            relu_bypass=False)
+    params = ref_sdp.SdpParams(x1=x1, cvt_offset=0, cvt_scale=1, cvt_shift=2)
+    got = programs_image.program_batch_conv(HW, dataclasses.replace(lay, sdp=params)).run(Dla(HW))
+    _, dst_stride = lay.batch_strides(HW)
+    for b in range(2):
+        single = dataclasses.replace(lay, xs=lay.xs[b : b + 1], sdp=params)
+        alone = programs_image.program_batch_conv(HW, single)
+        # One batch through the same registers (BATCHES=0) is the plain unbatched path.
+        assert dict(alone.writes)["NVDLA_CDMA.D_BATCH_NUMBER_0"] == 0
+        want = alone.run(Dla(HW))
+        assert got[b * dst_stride : b * dst_stride + len(want)] == want
+
+
+@pytest.mark.parametrize("change,where", [
+    ({"CSC__D_BATCH_NUMBER": dict(BATCHES=1)}, "CSC.D_BATCH_NUMBER.BATCHES"),
+    ({"CACC__D_BATCH_NUMBER": dict(BATCHES=3)}, "CACC.D_BATCH_NUMBER.BATCHES"),
+    ({"SDP__D_FEATURE_MODE_CFG": dict(BATCH_NUMBER=1)}, "SDP.D_FEATURE_MODE_CFG.BATCH_NUMBER"),
+    ({"CDMA__D_BATCH_STRIDE": dict(BATCH_STRIDE=64)}, "CDMA.D_BATCH_STRIDE.BATCH_STRIDE"),
+    ({"SDP__D_DST_BATCH_STRIDE": dict(DST_BATCH_STRIDE=32)}, "SDP.D_DST_BATCH_STRIDE.DST_BATCH_STRIDE"),
+])
+def test_illegal_batch_programs_name_the_field(change, where):
+    program = patched(programs_image.program_batch_conv(HW, layer()), **change)
+    with pytest.raises(ConfigError) as info:
+        program.run(Dla(HW))
+    assert info.value.where == where
+
+
+def test_batches_must_fit_the_cbuf_data_banks():
+    lay = layer(n=2, c=256, h=30, w=30, k=2)
+    program = programs_image.program_batch_conv(HW, lay)
+    program.run(Dla(HW))  # the builder sized DATA_BANK for both batches
+    banks = dict(program.writes)["NVDLA_CDMA.D_BANK_0"] & 0x1F
+    assert banks >= 1
+    small = patched(program, CDMA__D_BANK=dict(DATA_BANK=banks - 1), CSC__D_BANK=dict(DATA_BANK=banks - 1))
+    with pytest.raises(ConfigError, match="CDMA.D_BANK.DATA_BANK"):
+        small.run(Dla(HW))
+
+
+def test_cacc_and_sdp_must_pair_atoms_alike():
+    program = programs_image.program_batch_conv(HW, layer())
+    moved = [(n, v + 32 if n == "NVDLA_CACC.D_DATAOUT_ADDR_0" else v) for n, v in program.writes]
+    with pytest.raises(UnsupportedError) as info:
+        dataclasses.replace(program, writes=moved).run(Dla(HW))
+    assert info.value.unit == "CACC"
+    moved = [(n, v + 64 if n == "NVDLA_CACC.D_DATAOUT_ADDR_0" else v) for n, v in program.writes]
+    dataclasses.replace(program, writes=moved).run(Dla(HW))  # same alignment: fine
+
+
+@pytest.mark.parametrize("config", ["nv_small", "nv_large"])
+def test_configs_without_batch_mode_refuse(config):
+    hw = get_config(config)
+    lay = layer(n=2, c=8, k=4)
+    program = programs_image.program_batch_conv(HW, lay)
+    with pytest.raises(UnsupportedError) as info:
+        dataclasses.replace(program, writes=[(n, v) for n, v in program.writes]).run(Dla(hw))
+    assert info.value.unit == "CDMA" and "batch" in str(info.value)
+
+
+def sdp_context(**fields) -> "object":
+    from golden.engines import OpContext
+    from golden.regs import RegView
+
+    reg = UNITS["SDP"].register("D_FEATURE_MODE_CFG")
+    flying = np.zeros((2, HW.atom_elements(), 1, 1), dtype=np.int64)
+    return OpContext(hw=HW, mem=Dla(HW).mem, regs={"SDP": RegView(UNITS["SDP"], {reg.offset: reg.encode(**fields)})},
+                     flying_input=flying)
+
+
+def test_standalone_batched_sdp_is_not_modelled():
+    from golden.engines import conv_batch
+
+    with pytest.raises(UnsupportedError, match="memory"):
+        conv_batch.sdp_batches(sdp_context(FLYING_MODE=0, BATCH_NUMBER=1), lambda c: None)
+
+
+def test_batched_sdp_output_goes_to_memory_only():
+    from golden.engines import conv_batch
+
+    with pytest.raises(ConfigError) as info:
+        conv_batch.sdp_batches(sdp_context(FLYING_MODE=1, OUTPUT_DST=1, BATCH_NUMBER=1), lambda c: None)
+    assert info.value.where == "SDP.D_FEATURE_MODE_CFG.OUTPUT_DST"
+    with pytest.raises(ConfigError, match="CACC delivers"):
+        conv_batch.sdp_batches(sdp_context(FLYING_MODE=1, BATCH_NUMBER=2), lambda c: None)
