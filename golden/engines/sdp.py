@@ -1,23 +1,33 @@
-"""SDP: the single data point processor (int8 and int16 paths), bit-accurate to NVDLA's cmod.
+"""SDP: the single data point processor (int8, int16 and fp16 paths), bit-accurate to NVDLA's cmod.
 
 Pipeline (NVDLA_NOTES §4 "SDP"; cmod ``hls/sdp/*.cpp``, ``hls_wrapper/sdp_hls_wrapper.cpp``,
 ``sdp/NV_NVDLA_sdp.cpp``)::
 
-    input (int8 from SDP_RDMA, or int32 from CACC on the fly)
+    input (int8/int16/fp16 from SDP_RDMA, or int32 / FP32 from CACC on the fly)
       -> X1 (BS): ALU -> MUL -> truncate -> ReLU
       -> X2 (BN): same stage
       -> Y  (EW): MUL -> ALU -> LUT
-      -> C: output CVT -> int8/int16 to memory (D_DST_*), or on the fly to PDP
+      -> C: output CVT -> int8/int16/fp16 to memory (D_DST_*), or on the fly to PDP
 
 int16 (nv_full) runs the same integer formulas: input elements are 2-byte little-endian, an atom holds
 ``memory_atomic_size / 2`` channels, and the output CVT saturates to 16 instead of 8 bits (cmod ``sdp_c.cpp``:
-``IntSaturation<17, 16>`` for OUT_PRECISION=INT16). Input, processing and output precision must agree;
-mixed int8/int16 and fp16 raise UnsupportedError.
+``IntSaturation<17, 16>`` for OUT_PRECISION=INT16).
+
+fp16 (PROC_PRECISION=FP16, nv_full) computes in FP32 with the cmod's own float library (``golden.fp``):
+fp16 input widened by Fp16ToFp32 (CACC hands FP32), X operands are fp16 (REG fields [15:0] or 2-byte MEM;
+a 1-byte BRDMA operand is its sign-extended byte read as fp16 bits, as the cmod's RDMA delivers it, and
+1-byte NRDMA/ERDMA operands are a cmod assertion, ConfigError),
+Y REG operands are fp32 words and MEM operands fp16 (the EW CVT's offset/scale/truncate and every shift
+and truncate register are unused), the LUT indexes and interpolates in fp (``sdp_lut.lut_lookup_fp``),
+and the output is Fp32ToFp16 (or Fp16ToInt16 for OUT_PRECISION=INT16). D_FEATURE_MODE_CFG.NAN_TO_ZERO
+flushes NaN inputs and operands to +0; the NaN/Inf counters are reported when their PERF enables are set.
+Precision pairs are listed in ``PRECISION_PAIRS``; others (int8 <-> 16-bit) raise UnsupportedError.
 
 Every stage works on the whole padded cube (C rounded up to the memory atom, H, W) as int64; all lanes of
 the last surface are computed and written (NOTES §8.3). Widths follow the cmod exactly: X keeps a 33-bit
 ALU result and a 49-bit product; Y multiplies 32 x 32 bits, which fits int64 exactly since
-|x·op| <= 2^62, and truncates with ``golden.arith.rha`` (the 10-bit EW shift goes up to 1023).
+|x·op| <= 2^62, and truncates with ``golden.arith.rha`` (the 10-bit EW shift goes up to 1023). The fp16
+path carries fp32 bit patterns (0 .. 2^32-1) in the same int64 arrays.
 """
 from __future__ import annotations
 
@@ -25,11 +35,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from golden import fp
 from golden.arith import rha, sat, sign_extend
 from golden.engines import Engine, OpContext, Views, register
 from golden.config import HwConfig
 from golden.dma import dma_address, dma_bytes, space_for
-from golden.engines.sdp_lut import LutConfig, lut_lookup
+from golden.engines.sdp_lut import LutConfig, lut_lookup, lut_lookup_fp
 from golden.errors import UnsupportedError
 from golden.layout import CubeLayout, read_cube, write_cube
 from golden.memory import AddressSpace
@@ -320,32 +331,130 @@ def output_cvt(x: np.ndarray, cvt: OutCvt, out_bits: int = 8) -> tuple[np.ndarra
 
 
 # ---------------------------------------------------------------------------------------------------
+# fp16 datapath (PROC_PRECISION=FP16): data are fp32 bit patterns held in int64 (0 .. 2^32-1)
+# ---------------------------------------------------------------------------------------------------
+def _fp_alu(algo: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """cmod ``FpAlu``: 0 MAX, 1 MIN, 2 SUM, 3 EQL (the fp32 bits 1 where the patterns differ, else 0).
+
+    Unlike the integer X stage, ALU_ALGO=3 in X1/X2 is EQL here too (FpAlu is shared by X and Y)."""
+    if algo == ALU_MAX:
+        return fp.fp32_max(a, b).astype(np.int64)
+    if algo == ALU_MIN:
+        return fp.fp32_min(a, b).astype(np.int64)
+    if algo == ALU_EQL:
+        return 1 - fp.fp_eql(a, b, fp.FP32).astype(np.int64)
+    return fp.fp32_add(a, b).astype(np.int64)
+
+
+def flush_nan16(op: np.ndarray | int, nan_to_zero: bool) -> np.ndarray:
+    """fp16 operand bits with NaNs replaced by +0 when D_FEATURE_MODE_CFG.NAN_TO_ZERO (cmod sdp_x.cpp,
+    sdp_y_cvt.cpp)."""
+    op = np.asarray(op, dtype=np.int64) & 0xFFFF
+    if not nan_to_zero:
+        return op
+    return np.where(((op & 0x7C00) == 0x7C00) & ((op & 0x3FF) != 0), 0, op)
+
+
+def is_nan32(x: np.ndarray) -> np.ndarray:
+    return ((x & 0x7F800000) == 0x7F800000) & ((x & 0x7FFFFF) != 0)
+
+
+def x_stage_fp(
+    x: np.ndarray, cfg: XConfig, alu_op: np.ndarray | int, mul_op: np.ndarray | int, nan_to_zero: bool
+) -> np.ndarray:
+    """X1/X2 in fp (cmod ``sdp_x.cpp`` FP16 branches) on fp32 bits; operands are fp16 bits.
+
+    - ALU: operand NaN-flushed (NAN_TO_ZERO), widened by Fp16ToFp32; ``FpAlu``. ALU_SHIFT_VALUE is unused.
+    - MUL: PReLU passes x with sign bit 0; otherwise ``FpMul(x, Fp16ToFp32(op))``.
+    - No truncation (MUL_SHIFT_VALUE unused); ReLU = ``FpRelu`` (negatives, -0 included, become +0; NaN
+      passes).
+    """
+    if cfg.bypass:
+        return x
+    v = x
+    if not cfg.alu_bypass:
+        v = _fp_alu(cfg.alu_algo, v, fp.fp16_to_fp32(flush_nan16(alu_op, nan_to_zero)))
+    if not cfg.mul_bypass:
+        product = fp.fp32_mul(v, fp.fp16_to_fp32(flush_nan16(mul_op, nan_to_zero))).astype(np.int64)
+        v = np.where((v >> 31) == 0, v, product) if cfg.mul_prelu else product
+    if not cfg.relu_bypass:
+        v = fp.fp_relu(v, fp.FP32).astype(np.int64)
+    return np.asarray(v, dtype=np.int64)
+
+
+def y_operand_fp(mem: np.ndarray | None, reg: int, from_mem: bool, nan_to_zero: bool) -> np.ndarray | int:
+    """A Y operand as fp32 bits: MEM data are fp16 (NaN-flushed, widened; the CVT's offset/scale/truncate
+    are unused for fp16, cmod sdp_y_cvt.cpp); a REG operand is the 32-bit register word as fp32 bits."""
+    if from_mem:
+        return fp.fp16_to_fp32(flush_nan16(mem, nan_to_zero)).astype(np.int64)
+    return reg & 0xFFFFFFFF
+
+
+def y_core_fp(x: np.ndarray, cfg: YConfig, alu_op: np.ndarray | int, mul_op: np.ndarray | int) -> np.ndarray:
+    """Y MUL then ALU in fp32 (cmod ``sdp_y_core.cpp``): PReLU passes sign-0 x, else ``FpMul``
+    (EW_TRUNCATE unused); then ``FpAlu`` (EQL gives the bits 0/1)."""
+    v = x
+    if not cfg.mul_bypass:
+        product = fp.fp32_mul(v, mul_op).astype(np.int64)
+        v = np.where((v >> 31) == 0, v, product) if cfg.mul_prelu else product
+    if not cfg.alu_bypass:
+        v = _fp_alu(cfg.alu_algo, v, np.asarray(alu_op, dtype=np.int64))
+    return np.asarray(v, dtype=np.int64)
+
+
+def output_fp(x: np.ndarray, out: str) -> tuple[np.ndarray, int]:
+    """C stage of the fp16 path (cmod ``sdp_c.cpp``): ``Fp32ToFp16``, then ``Fp16ToInt16`` for an INT16
+    output. Returns the output (fp16 bits or int16 values, int64) and D_PERF_OUT_SATURATION: fp16 lanes
+    equal to +-65504 (0x7BFF, cmod sdp_hls_wrapper.cpp); the INT16 conversion reports no saturation."""
+    half = fp.fp32_to_fp16(x).astype(np.int64)
+    if out == "int16":
+        return fp.fp16_to_int16(half), 0
+    return half, int(np.count_nonzero((half & 0x7FFF) == 0x7BFF))
+
+
+# ---------------------------------------------------------------------------------------------------
 # Legality and presence checks
 # ---------------------------------------------------------------------------------------------------
-def _check_precision(sdp: RegView, rdma: RegView | None, reads_input: bool, hw: HwConfig) -> str:
-    """The one precision ("int8" or "int16") of the operation; SDP_RDMA's IN_PRECISION matters only when it
-    reads the input cube. fp16, mixed precisions and types the config lacks raise UnsupportedError."""
-    fields = [(sdp.D_DATA_FORMAT, "PROC_PRECISION"), (sdp.D_DATA_FORMAT, "OUT_PRECISION")]
+#: (processing, output) precision pairs the model runs: one precision throughout, or the cmod's float
+#: conversions at the output CVT (fp16 -> int16 by ``Fp16ToInt16``, int16 -> fp16 by ``Int17ToFp16``).
+PRECISION_PAIRS = {("int8", "int8"), ("int16", "int16"), ("fp16", "fp16"), ("fp16", "int16"), ("int16", "fp16")}
+
+
+def _check_precision(sdp: RegView, rdma: RegView | None, reads_input: bool, hw: HwConfig) -> tuple[str, str]:
+    """(processing, output) precision of the operation. SDP_RDMA's IN_PRECISION matters only when it reads
+    the input cube and must equal PROC_PRECISION; SDP_RDMA's PROC/OUT must equal SDP's. Pairs outside
+    ``PRECISION_PAIRS`` (int8 <-> 16-bit regrouping) and types the config lacks raise UnsupportedError."""
+    fmt = sdp.D_DATA_FORMAT
+    for name in ("PROC_PRECISION", "OUT_PRECISION"):
+        if getattr(fmt, name) not in PRECISIONS:
+            raise fmt.fail(name, f"reserved precision encoding {getattr(fmt, name)}")
+    proc = PRECISIONS[fmt.PROC_PRECISION].lower()
+    out = PRECISIONS[fmt.OUT_PRECISION].lower()
+    where = {"proc": fmt.where("PROC_PRECISION"), "out": fmt.where("OUT_PRECISION")}
     if rdma is not None:
+        mode = rdma.D_FEATURE_MODE_CFG
         names = ("IN_PRECISION",) * reads_input + ("PROC_PRECISION", "OUT_PRECISION")
-        fields += [(rdma.D_FEATURE_MODE_CFG, f) for f in names]
-    seen: list[tuple[str, str]] = []
-    for value, name in fields:
-        prec = getattr(value, name)
-        if prec not in PRECISIONS:
-            raise value.fail(name, f"reserved precision encoding {prec}")
-        if PRECISIONS[prec] == "FP16":
-            raise UnsupportedError("FP16", f"{value.where(name)}=FP16: only the int8/int16 SDP paths are modelled")
-        seen.append((PRECISIONS[prec].lower(), value.where(name)))
-    dtype, where = seen[0]
-    for other, other_where in seen[1:]:
-        if other != dtype:
-            raise UnsupportedError(
-                "INT16", f"{other_where}={other.upper()} with {where}={dtype.upper()}: mixed precisions are not modelled"
-            )
-    if not hw.supports(dtype):  # type: ignore[arg-type]
-        raise UnsupportedError(dtype.upper(), f"{where}={dtype.upper()} but {hw.name} has no {dtype} datapath")
-    return dtype
+        for name in names:
+            prec = getattr(mode, name)
+            if prec not in PRECISIONS:
+                raise mode.fail(name, f"reserved precision encoding {prec}")
+            want = out if name == "OUT_PRECISION" else proc
+            got = PRECISIONS[prec].lower()
+            if got != want:
+                key = "out" if name == "OUT_PRECISION" else "proc"
+                raise UnsupportedError(
+                    "FP16" if "fp16" in (got, want) else "INT16",
+                    f"{mode.where(name)}={got.upper()} with {where[key]}={want.upper()}: mixed precisions are not modelled",
+                )
+    if (proc, out) not in PRECISION_PAIRS:
+        raise UnsupportedError(
+            "FP16" if "fp16" in (proc, out) else "INT16",
+            f"{where['out']}={out.upper()} with {where['proc']}={proc.upper()}: mixed precisions are not modelled",
+        )
+    for dtype, key in ((proc, "proc"), (out, "out")):
+        if not hw.supports(dtype):  # type: ignore[arg-type]
+            raise UnsupportedError(dtype.upper(), f"{where[key]}={dtype.upper()} but {hw.name} has no {dtype} datapath")
+    return proc, out
 
 
 def _check_presence(ctx: OpContext, x1: XConfig, x2: XConfig, y: YConfig) -> None:
@@ -363,8 +472,11 @@ def _check_presence(ctx: OpContext, x1: XConfig, x2: XConfig, y: YConfig) -> Non
 
 def _check_mode(sdp: RegView, y: YConfig, cvt: OutCvt) -> None:
     mode = sdp.D_FEATURE_MODE_CFG
-    if mode.WINOGRAD:
-        raise UnsupportedError("WINOGRAD", "SDP D_FEATURE_MODE_CFG.WINOGRAD=ON is not modelled")
+    if mode.WINOGRAD:  # 2x2-tile order from a Winograd CACC (golden.engines.conv_winograd checks both agree)
+        if not mode.FLYING_MODE:
+            raise mode.fail("WINOGRAD", "Winograd order comes only on the fly from CACC (cmod asserts FLYING_MODE)")
+        if mode.OUTPUT_DST == OUTPUT_DST_PDP or y.eql_mode:
+            raise mode.fail("WINOGRAD", "Winograd mode writes to memory only, not to PDP or in EQL mode (cmod asserts)")
     if mode.BATCH_NUMBER:
         raise UnsupportedError("BATCH", f"SDP D_FEATURE_MODE_CFG.BATCH_NUMBER={mode.BATCH_NUMBER} is not modelled")
     if y.eql_mode:
@@ -487,6 +599,10 @@ def rdma_needed(regs: Views) -> bool:
 
 def run(ctx: OpContext) -> np.ndarray | None:
     sdp = ctx.regs["SDP"]
+    if sdp.D_FEATURE_MODE_CFG.BATCH_NUMBER:
+        from golden.engines import conv_batch  # batched conv output: this function once per batch
+
+        return conv_batch.sdp_batches(ctx, run)
     needs_rdma = rdma_needed(ctx.regs)
     rdma = ctx.regs["SDP_RDMA"] if needs_rdma else None
     hw = ctx.hw
@@ -494,15 +610,18 @@ def run(ctx: OpContext) -> np.ndarray | None:
     x1, x2 = _x_configs(sdp)
     y = YConfig.from_view(sdp)
     cvt = OutCvt.from_view(sdp)
-    dtype = _check_precision(sdp, rdma, reads_input=source(ctx.regs) is None, hw=hw)
-    bpe = 2 if dtype == "int16" else 1
+    proc, out_dtype = _check_precision(sdp, rdma, reads_input=source(ctx.regs) is None, hw=hw)
+    is_fp = proc == "fp16"
+    # Every modelled precision pair keeps the element size, so input and output share one layout.
+    bpe = 1 if proc == "int8" else 2
+    nan_to_zero = is_fp and bool(sdp.D_FEATURE_MODE_CFG.NAN_TO_ZERO)
     _check_presence(ctx, x1, x2, y)
     _check_mode(sdp, y, cvt)
 
     width = sdp.D_DATA_CUBE_WIDTH.WIDTH + 1
     height = sdp.D_DATA_CUBE_HEIGHT.HEIGHT + 1
     channels = sdp.D_DATA_CUBE_CHANNEL.CHANNEL + 1
-    atom = hw.atom_elements(dtype)  # type: ignore[arg-type]
+    atom = hw.atom_elements(proc)  # type: ignore[arg-type]
     c_pad = -(-channels // atom) * atom
     # A 1x1 cube of several surfaces is moved as one contiguous block (cmod SdpRdmaCore / WdmaSequenceDC
     # assert the surface stride is one atom), so any other stride is an illegal config.
@@ -519,14 +638,27 @@ def run(ctx: OpContext) -> np.ndarray | None:
                 raise getattr(rdma, f"D_{stage}_SURFACE_STRIDE").fail(
                     f"{stage}_SURFACE_STRIDE", f"a 1x1 cube needs {atom * dma.bytes_per_element} (packed surfaces)"
                 )
+            if used and is_fp and prefix != "B" and dma.data_size != 2 and source(ctx.regs) is None:
+                # cmod SdpRdma: NRDMA/ERDMA must deliver 2-byte components for a 16-bit input and datapath.
+                raise getattr(rdma, dma.cfg_register).fail(f"{prefix}RDMA_DATA_SIZE", "fp16 needs TWO_BYTE operands")
             dmas[stage] = dma
 
     # ---- input ----
     if source(ctx.regs) == "CONV":
-        x = _flying_input(ctx, sdp, (c_pad, height, width))
+        x = _flying_input(ctx, sdp, (c_pad, height, width), is_fp)
     else:
         assert rdma is not None
-        x = _read_input(ctx, rdma, CubeLayout(channels, height, width, 0, 0, atom, bpe), packed_only)
+        x = _read_input(ctx, rdma, CubeLayout(channels, height, width, 0, 0, atom, bpe), packed_only, signed=not is_fp)
+    if rdma is not None and rdma.D_PERF_ENABLE.PERF_NAN_INF_COUNT_EN and rdma.D_FEATURE_MODE_CFG.IN_PRECISION == 2:
+        # Counted on the fp16 input SDP_RDMA reads (every atom lane); nothing is counted on the fly.
+        counted = is_fp and source(ctx.regs) is None
+        ctx.report("SDP_RDMA", "D_STATUS_NAN_INPUT_NUM", _count16(x, nan=True) if counted else 0)
+        ctx.report("SDP_RDMA", "D_STATUS_INF_INPUT_NUM", _count16(x, nan=False) if counted else 0)
+    if is_fp:
+        if source(ctx.regs) is None:
+            x = fp.fp16_to_fp32(x).astype(np.int64)
+        if sdp.D_FEATURE_MODE_CFG.NAN_TO_ZERO:
+            x = np.where(is_nan32(x), 0, x)  # cmod sdp_hls_wrapper::sdp: fp32 input NaN -> +0
 
     def operands(stage: str, cfg: XConfig | YConfig) -> tuple[np.ndarray | int | None, np.ndarray | int | None]:
         alu = mul = None
@@ -543,18 +675,24 @@ def run(ctx: OpContext) -> np.ndarray | None:
         alu_mem, mul_mem = operands(stage, cfg)
         alu_op = alu_mem if cfg.uses_alu_mem else cfg.alu_operand
         mul_op = mul_mem if cfg.uses_mul_mem else cfg.mul_operand
-        x = x_stage(x, cfg, alu_op, mul_op)
+        x = x_stage_fp(x, cfg, alu_op, mul_op, nan_to_zero) if is_fp else x_stage(x, cfg, alu_op, mul_op)
 
     # ---- Y ----
     perf = sdp.D_PERF_ENABLE
     if not y.bypass:
         alu_mem, mul_mem = operands("EW", y)
-        alu_op = operand_cvt(alu_mem, y.alu_cvt) if y.uses_alu_mem else y.alu_operand
-        mul_op = operand_cvt(mul_mem, y.mul_cvt) if y.uses_mul_mem else y.mul_operand
-        x = y_core(x, y, alu_op, mul_op)
+        if is_fp:
+            alu_op = y_operand_fp(alu_mem, y.alu_operand, y.uses_alu_mem, nan_to_zero)
+            mul_op = y_operand_fp(mul_mem, y.mul_operand, y.uses_mul_mem, nan_to_zero)
+            x = y_core_fp(x, y, alu_op, mul_op)
+        else:
+            alu_op = operand_cvt(alu_mem, y.alu_cvt) if y.uses_alu_mem else y.alu_operand
+            mul_op = operand_cvt(mul_mem, y.mul_cvt) if y.uses_mul_mem else y.mul_operand
+            x = y_core(x, y, alu_op, mul_op)
         if y.uses_lut:
             tables = ctx.lut.get("SDP", {})
-            x, stats = lut_lookup(x, LutConfig.from_view(sdp), tables.get("LE"), tables.get("LO"))
+            lookup = lut_lookup_fp if is_fp else lut_lookup
+            x, stats = lookup(x, LutConfig.from_view(sdp), tables.get("LE"), tables.get("LO"))
             if perf.PERF_LUT_EN:
                 ctx.report("SDP", "D_PERF_LUT_UFLOW", stats.uflow)
                 ctx.report("SDP", "D_PERF_LUT_OFLOW", stats.oflow)
@@ -565,43 +703,88 @@ def run(ctx: OpContext) -> np.ndarray | None:
     if y.eql_mode:
         # Quiet mode: the low 16 bits of each lane are compared with 0; nothing is written or sent.
         ctx.report("SDP", "D_STATUS", int(np.any((x & 0xFFFF) != 0)))
+        if is_fp or out_dtype == "fp16":
+            # The cmod's fp16-output counters see those low 16 bits as the output (sdp_hls_wrapper.cpp).
+            low = x & 0xFFFF
+            if perf.PERF_SAT_EN:
+                sat_lanes = np.count_nonzero((low & 0x7FFF) == 0x7BFF) if out_dtype == "fp16" else 0
+                ctx.report("SDP", "D_PERF_OUT_SATURATION", int(sat_lanes))
+            if out_dtype == "fp16" and perf.PERF_NAN_INF_COUNT_EN:
+                ctx.report("SDP", "D_STATUS_NAN_OUTPUT_NUM", _count16(low, nan=True))
         return None
 
     # ---- C ----
-    out, saturated = output_cvt(x, cvt, 8 * bpe)
+    if is_fp:
+        out, saturated = output_fp(x, out_dtype)
+    elif out_dtype == "fp16":
+        out, saturated = output_cvt_to_fp16(x, cvt)
+    else:
+        out, saturated = output_cvt(x, cvt, 8 * bpe)
     if perf.PERF_SAT_EN:
         ctx.report("SDP", "D_PERF_OUT_SATURATION", saturated)
+    if out_dtype == "fp16" and perf.PERF_NAN_INF_COUNT_EN:
+        ctx.report("SDP", "D_STATUS_NAN_OUTPUT_NUM", _count16(out, nan=True))
     out = np.ascontiguousarray(out, dtype=np.int64)
 
     if sink(ctx.regs) == "PDP":
+        if out_dtype == "fp16":
+            return out.astype(np.uint16).view(np.float16)  # fp16 bit patterns, NaN payloads intact
         return out
     _write_output(ctx, sdp, out, CubeLayout(channels, height, width, 0, 0, atom, bpe), packed_only)
     return None
 
 
-def _flying_input(ctx: OpContext, sdp: RegView, shape: tuple[int, int, int]) -> np.ndarray:
-    """The int32 cube CACC hands over (all atom lanes)."""
+def output_cvt_to_fp16(x: np.ndarray, cvt: OutCvt) -> tuple[np.ndarray, int]:
+    """C stage of an integer path with OUT_PRECISION=FP16 (cmod ``sdp_c.cpp``): the 17-bit CVT result
+    through ``Int17ToFp16``; D_PERF_OUT_SATURATION then counts +-65504 lanes, as for any fp16 output."""
+    v = (np.asarray(x, dtype=np.int64) - cvt.offset) * cvt.scale
+    half = fp.int17_to_fp16(sat(rha(v, cvt.shift), 17)).astype(np.int64)
+    return half, int(np.count_nonzero((half & 0x7FFF) == 0x7BFF))
+
+
+def _count16(bits: np.ndarray, nan: bool) -> int:
+    """fp16 NaN (or Inf) lanes: exponent all ones with a non-zero (zero) mantissa."""
+    b = np.asarray(bits, dtype=np.int64)
+    top = (b & 0x7C00) == 0x7C00
+    return int(np.count_nonzero(top & (((b & 0x3FF) != 0) if nan else ((b & 0x3FF) == 0))))
+
+
+def _flying_input(ctx: OpContext, sdp: RegView, shape: tuple[int, int, int], is_fp: bool = False) -> np.ndarray:
+    """The cube CACC hands over (all atom lanes): int32 values, or for fp16 the FP32 values as a
+    ``np.float32`` array (its bit patterns are used; uint32 bit patterns are accepted too)."""
     if ctx.flying_input is None:
         raise sdp.D_FEATURE_MODE_CFG.fail("FLYING_MODE", "flying mode but no data from CACC")
-    x = np.asarray(sign_extend(np.asarray(ctx.flying_input, dtype=np.int64), 32), dtype=np.int64)
+    data = np.asarray(ctx.flying_input)
+    if is_fp:
+        if data.dtype == np.float32:
+            x = data.view(np.uint32).astype(np.int64)
+        elif data.dtype.kind in "ui":
+            x = data.astype(np.int64) & 0xFFFFFFFF
+        else:
+            raise UnsupportedError("FP16", f"fp16 SDP needs FP32 data from CACC (np.float32), got {data.dtype}")
+    else:
+        x = np.asarray(sign_extend(data.astype(np.int64), 32), dtype=np.int64)
     if x.shape != shape:
         raise sdp.D_DATA_CUBE_CHANNEL.fail("CHANNEL", f"CACC delivers a {x.shape} cube, SDP expects {shape}")
     return x
 
 
-def _read_input(ctx: OpContext, rdma: RegView, cube: CubeLayout, packed_only: bool) -> np.ndarray:
-    """The int8/int16 input cube SDP_RDMA reads (D_SRC_*), sign-extended."""
+def _read_input(ctx: OpContext, rdma: RegView, cube: CubeLayout, packed_only: bool, signed: bool = True) -> np.ndarray:
+    """The input cube SDP_RDMA reads (D_SRC_*): int8/int16 sign-extended, or fp16 bit patterns."""
     line = dma_bytes(ctx.hw, rdma.word("D_SRC_LINE_STRIDE"))
     surf = dma_bytes(ctx.hw, rdma.word("D_SRC_SURFACE_STRIDE"))
     atom_bytes = cube.atom * cube.bpe
     if packed_only and surf != atom_bytes:
         raise rdma.D_SRC_SURFACE_STRIDE.fail("SRC_SURFACE_STRIDE", f"a 1x1 cube needs {atom_bytes} (packed surfaces)")
     space = space_for(ctx.hw, ctx.mem, rdma.D_SRC_DMA_CFG.SRC_RAM_TYPE, "SDP_RDMA.D_SRC_DMA_CFG.SRC_RAM_TYPE")
-    return read_cube(space, dma_address(ctx.hw, rdma, "D_SRC_BASE_ADDR"), replace(cube, line_stride=line, surf_stride=surf))
+    return read_cube(
+        space, dma_address(ctx.hw, rdma, "D_SRC_BASE_ADDR"), replace(cube, line_stride=line, surf_stride=surf), signed
+    )
 
 
 def _write_output(ctx: OpContext, sdp: RegView, out: np.ndarray, cube: CubeLayout, packed_only: bool) -> None:
-    """Write every atom lane of the int8/int16 result at D_DST_* (NOTES §8.3: the CRC covers padding lanes)."""
+    """Write every atom lane of the int8/int16/fp16 result at D_DST_* (NOTES §8.3: the CRC covers padding
+    lanes)."""
     line = dma_bytes(ctx.hw, sdp.word("D_DST_LINE_STRIDE"))
     surf = dma_bytes(ctx.hw, sdp.word("D_DST_SURFACE_STRIDE"))
     atom_bytes = cube.atom * cube.bpe

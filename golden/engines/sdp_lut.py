@@ -1,4 +1,4 @@
-"""The SDP Y-stage lookup table (int8/int16 integer path), vectorized over a whole cube.
+"""The SDP Y-stage lookup table (integer and fp16 paths), vectorized over a whole cube.
 
 Two tables of raw int16 entries: LE (65 entries, exponent or linear spacing) and LO (257 entries, always
 linear). Each input is indexed in both tables; priority bits in ``S_LUT_CFG`` choose the table whose result
@@ -8,6 +8,11 @@ under/overflow (NVDLA_NOTES §4 "LUT"; cmod ``sdp_y_idx.cpp``, ``sdp_y_inp.cpp``
 Integer widths follow the cmod: the index is 9 bits unsigned, the fraction 35 bits unsigned, the hit result
 ``rha(y0·(2^35−f) + y1·f, 35)`` and the flow result ``y0 + sat32(rha((x − (bias + P))·scale, shift))``, both
 saturated to 32 bits. Every intermediate fits int64 (products stay below 2^52).
+
+The fp16 path (``lut_lookup_fp``, PROC_PRECISION=FP16) keeps the table choice and the counters but indexes
+and interpolates in floating point (cmod ``sdp_y_idx.cpp`` / ``sdp_y_inp.cpp`` fp branches, arithmetic from
+``golden.fp``): inputs, START/END registers are fp32 bits, table entries and slope scales fp16 bits, the
+slope shifts are unused.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from golden import fp
 from golden.arith import rha, sat, sign_extend
 from golden.regs import RegView
 
@@ -240,3 +246,118 @@ def lut_lookup(
         lo_hit=int(np.count_nonzero(lo.hit)),
     )
     return out.astype(np.int64), stats
+
+
+# ---------------------------------------------------------------------------------------------------
+# fp16 path (PROC_PRECISION=FP16): x and the result are fp32 bit patterns (int64 holding uint32)
+# ---------------------------------------------------------------------------------------------------
+def _fp_offset(x: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """``FpSub(x, start)`` and the underflow of every fp index rule: a negative, zero or NaN offset."""
+    d = fp.fp32_sub(x, start & 0xFFFFFFFF).astype(np.int64)
+    expo, mant = (d >> 23) & 0xFF, d & 0x7FFFFF
+    uflow = ((d >> 31) == 1) | ((expo == 0) & (mant == 0)) | ((expo == 0xFF) & (mant != 0))
+    return d, uflow
+
+
+def exponent_index_fp(x: np.ndarray, start: int, offset: int) -> TableIndex:
+    """LE exponent spacing on floats: index = unbiased exponent of (x − start) − LE_INDEX_OFFSET.
+
+    The fraction is the 23 mantissa bits aligned to 35 bits. The exponent field is read raw, so a denormal
+    offset has exponent −127 and the Inf pattern +128."""
+    d, uflow = _fp_offset(x, start)
+    e = ((d >> 23) & 0xFF) - 127
+    uflow = uflow | (e < offset)
+    idx = e - offset
+    oflow = ~uflow & (idx >= LE_DEPTH - 1)
+    hit = ~(uflow | oflow)
+    frac = np.where(hit, (d & 0x7FFFFF) << (FRAC_BITS - 23), 0)
+    index = np.where(uflow, 0, np.where(oflow, LE_DEPTH - 1, idx))
+    return TableIndex(index.astype(np.int64), frac.astype(np.int64), uflow, oflow)
+
+
+def linear_index_fp(x: np.ndarray, start: int, select: int, depth: int) -> TableIndex:
+    """Linear spacing on floats: (x − start)·2^−select split by ``FpFloatToIntFrac`` into a 9-bit index
+    (saturated) and a 35-bit fraction (truncated)."""
+    d, uflow = _fp_offset(x, start)
+    whole, frac = fp.fp32_to_int_frac(d, select, 9, FRAC_BITS)
+    oflow = ~uflow & (whole >= depth - 1)
+    hit = ~(uflow | oflow)
+    index = np.where(uflow, 0, np.where(oflow, depth - 1, whole))
+    return TableIndex(index.astype(np.int64), np.where(hit, frac, 0).astype(np.int64), uflow, oflow)
+
+
+def lut_lookup_fp(
+    x: np.ndarray, cfg: LutConfig, le_table: np.ndarray | None, lo_table: np.ndarray | None
+) -> tuple[np.ndarray, LutStats]:
+    """The fp16-mode LUT output (fp32 bits) for fp32-bit inputs ``x``, and the lane counters.
+
+    - Hit: ``y0·(1 − f) + y1·f`` in FP17: the weights are FP17 fractions of the 35-bit f (1 − f is exactly
+      1.0 when f = 0), y0/y1 are fp16 table entries widened to FP17, two FP17 products then one FP17 sum.
+    - Under/overflow: ``y0 + FP17(x − (P + bias))·scale`` with P = START/END (fp32 bits), bias the fp32
+      2^LE_INDEX_OFFSET for an LE exponent-mode underflow (any offset sign; else 0), the difference taken
+      in fp32, narrowed to FP17 and multiplied by the fp16 slope scale widened to FP17.
+    """
+    x = np.asarray(x, dtype=np.int64) & 0xFFFFFFFF
+    le_t = _table(le_table, LE_DEPTH) & 0xFFFF
+    lo_t = _table(lo_table, LO_DEPTH) & 0xFFFF
+    if cfg.le_function == 0:
+        le = exponent_index_fp(x, cfg.le_start, cfg.le_index_offset)
+    else:
+        le = linear_index_fp(x, cfg.le_start, cfg.le_index_select, LE_DEPTH)
+    lo = linear_index_fp(x, cfg.lo_start, cfg.lo_index_select, LO_DEPTH)
+    use_lo, index, frac, uflow, oflow = _choose(le, lo, cfg)
+    flow = uflow | oflow
+
+    y0 = np.where(use_lo, lo_t[np.minimum(index, LO_DEPTH - 1)], le_t[np.minimum(index, LE_DEPTH - 1)])
+    y1 = np.where(use_lo, lo_t[np.minimum(index + 1, LO_DEPTH - 1)], le_t[np.minimum(index + 1, LE_DEPTH - 1)])
+
+    # Hit: FP17 interpolation.
+    one = np.int64(FP17_ONE)
+    w0 = np.where(frac == 0, one, fp.fraction_to_float((1 << FRAC_BITS) - frac, FRAC_BITS, fp.FP17))
+    w1 = fp.fraction_to_float(frac, FRAC_BITS, fp.FP17)
+    hit_out = fp.fp17_add(fp.fp17_mul(w0, fp.fp16_to_fp17(y0)), fp.fp17_mul(w1, fp.fp16_to_fp17(y1)))
+
+    # Under/overflow: FP17 slope extrapolation.
+    le_bias = int(fp.pow2_fp32(cfg.le_index_offset)) if cfg.le_function == 0 else 0
+    bias = np.where(~use_lo & uflow, le_bias, 0)
+    point = np.where(
+        use_lo, np.where(oflow, cfg.lo_end, cfg.lo_start), np.where(oflow, cfg.le_end, cfg.le_start)
+    ) & 0xFFFFFFFF
+    scale = np.where(
+        use_lo,
+        np.where(oflow, cfg.lo_oflow_scale, cfg.lo_uflow_scale),
+        np.where(oflow, cfg.le_oflow_scale, cfg.le_uflow_scale),
+    ) & 0xFFFF
+    delta = fp.fp32_to_fp17(fp.fp32_sub(x, fp.fp32_add(point, bias)))
+    flow_out = fp.fp17_add(fp.fp16_to_fp17(y0), fp.fp17_mul(delta, fp.fp16_to_fp17(scale)))
+
+    out = fp.fp17_to_fp32(np.where(flow, flow_out, hit_out))
+    return out.astype(np.int64), _stats(le, lo, uflow, oflow)
+
+
+#: FP17 1.0 (exponent = bias 31, mantissa 0): the cmod's weight of y0 when the fraction is 0.
+FP17_ONE = 31 << 10
+
+
+def _choose(le: TableIndex, lo: TableIndex, cfg: LutConfig):
+    """Table choice of ``sdp_y_idx.cpp``: (use_lo, index, fraction, uflow, oflow) per lane."""
+    both_u = le.uflow & lo.uflow
+    both_o = le.oflow & lo.oflow
+    both_same = le.hit == lo.hit
+    use_lo = np.where(
+        both_u,
+        bool(cfg.uflow_priority),
+        np.where(both_o, bool(cfg.oflow_priority), np.where(both_same, bool(cfg.hybrid_priority), lo.hit)),
+    )
+    pick = lambda a, b: np.where(use_lo, b, a)  # noqa: E731
+    return use_lo, pick(le.index, lo.index), pick(le.fraction, lo.fraction), pick(le.uflow, lo.uflow), pick(le.oflow, lo.oflow)
+
+
+def _stats(le: TableIndex, lo: TableIndex, uflow: np.ndarray, oflow: np.ndarray) -> LutStats:
+    return LutStats(
+        uflow=int(np.count_nonzero(uflow)),
+        oflow=int(np.count_nonzero(oflow)),
+        hybrid=int(np.count_nonzero(~(uflow | oflow))),
+        le_hit=int(np.count_nonzero(le.hit)),
+        lo_hit=int(np.count_nonzero(lo.hit)),
+    )

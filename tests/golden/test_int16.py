@@ -154,7 +154,7 @@ def test_sdp_int16_x_stage_and_padding_lanes() -> None:
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("kw", [dict(out=0), dict(proc=0, out=0), dict(proc=2, out=2, rdma_in=2)])
+@pytest.mark.parametrize("kw", [dict(out=0), dict(proc=0, out=0), dict(proc=0, out=2, rdma_in=0)])
 def test_sdp_mixed_or_fp16_precision_is_unsupported(kw: dict[str, int]) -> None:
     dla = Dla(NV_FULL)
     with pytest.raises(UnsupportedError):
