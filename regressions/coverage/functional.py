@@ -9,7 +9,7 @@ a name, its bins and a sampler reading the operation's registers (``op.field("PD
 Sampling: ``install()`` adds an observer to ``golden.dla.OP_OBSERVERS``; after each operation it samples
 every engine of the on-the-fly chain (CONV -> SDP -> PDP samples all three) with the consumer-group
 registers the operation ran with. Only completed operations are seen, so modes the model rejects
-(int16/fp16, Winograd, image input raise UnsupportedError) can never be hit; their bins are declared
+(configurations the model refuses with UnsupportedError) can never be hit; such bins are declared
 ``ignore`` and listed apart, outside the totals, so the report shows the hole without failing on it.
 Counters the hardware only counts when asked (SDP ``D_PERF_ENABLE.PERF_SAT_EN`` / ``PERF_LUT_EN``) are
 sampled only when reported.
@@ -292,7 +292,24 @@ def summarize(run_dir: Path) -> dict:
 
 # ---- the bins ------------------------------------------------------------------------------------------------
 PRECISIONS = {0: "int8", 1: "int16", 2: "fp16"}
-NOT_MODELLED = ("int16", "fp16")
+
+def _pixel_group(op: Op) -> str:
+    """PIXEL_FORMAT families with their own unpacking: one 8/10/12/16-bit lane, four 16-bit lanes, four
+    8-bit lanes (RGBA/YUV orders, X variants), packed 10-bit, semi-planar Y + UV planes."""
+    f = op.field("CDMA.D_DATAIN_FORMAT.PIXEL_FORMAT")
+    if f <= 5:
+        return "single_lane"
+    if f <= 11:
+        return "16bit_x4"
+    if f <= 19 or f in (26, 27):
+        return "8bit_x4"
+    if f <= 25:
+        return "10bit_packed"
+    return "semi_planar"
+
+
+def _pixel(op: Op) -> bool:
+    return op.field("CDMA.D_DATAIN_FORMAT.DATAIN_FORMAT") == 1
 #: Operand sources of an SDP ALU/MUL: the register, or SDP_RDMA per channel (kernel) or per element.
 SOURCES = ("reg", "per_kernel", "per_element")
 RDMA_OF_STAGE = {"BS": "B", "BN": "N", "EW": "E"}
@@ -394,9 +411,15 @@ def _pdp_pad_value(op: Op) -> str:
 
 register(
     "CONV",
-    enum("format", "CDMA.D_DATAIN_FORMAT.DATAIN_FORMAT", {0: "feature", 1: "pixel"}, ignore=("pixel",)),
-    enum("precision", "CDMA.D_MISC_CFG.PROC_PRECISION", PRECISIONS, ignore=NOT_MODELLED),
-    enum("conv_mode", "CDMA.D_MISC_CFG.CONV_MODE", {0: "direct", 1: "winograd"}, ignore=("winograd",)),
+    enum("format", "CDMA.D_DATAIN_FORMAT.DATAIN_FORMAT", {0: "feature", 1: "pixel"}),
+    enum("precision", "CDMA.D_MISC_CFG.PROC_PRECISION", PRECISIONS),
+    enum("conv_mode", "CDMA.D_MISC_CFG.CONV_MODE", {0: "direct", 1: "winograd"}),
+    enum("weight_format", "CDMA.D_WEIGHT_FORMAT.WEIGHT_FORMAT", {0: "uncompressed", 1: "compressed"}),
+    bucket("batches", field_plus_one("CDMA.D_BATCH_NUMBER.BATCHES"), {"1": 1}, ">1"),
+    custom("pixel_format", ("single_lane", "16bit_x4", "8bit_x4", "10bit_packed", "semi_planar"), _pixel_group,
+           when=_pixel),
+    flag("pixel_mean", "CDMA.D_MEAN_FORMAT.MEAN_FORMAT", when=_pixel),
+    flag("pixel_signed", "CDMA.D_DATAIN_FORMAT.PIXEL_SIGN_OVERRIDE", when=_pixel),
     bucket("kernel_w", field_plus_one("CSC.D_WEIGHT_SIZE_EXT_0.WEIGHT_WIDTH_EXT"), CONV_KERNELS, "other"),
     bucket("kernel_h", field_plus_one("CSC.D_WEIGHT_SIZE_EXT_0.WEIGHT_HEIGHT_EXT"), CONV_KERNELS, "other"),
     bucket("stride_x", field_plus_one("CSC.D_CONV_STRIDE_EXT.CONV_X_STRIDE_EXT"), STRIDES, ">2"),
@@ -421,7 +444,7 @@ register(
 
 register(
     "SDP",
-    enum("precision", "SDP.D_DATA_FORMAT.PROC_PRECISION", PRECISIONS, ignore=NOT_MODELLED),
+    enum("precision", "SDP.D_DATA_FORMAT.PROC_PRECISION", PRECISIONS),
     custom("input", ("memory", "conv_flying"), lambda op: "conv_flying" if "CONV" in op.chain else "memory"),
     custom("output", ("memory", "pdp_flying"), _sdp_output),
     *_sdp_stage("BS"),
@@ -434,7 +457,7 @@ register(
 
 register(
     "PDP",
-    enum("precision", "PDP.D_DATA_FORMAT.INPUT_DATA", PRECISIONS, ignore=NOT_MODELLED),
+    enum("precision", "PDP.D_DATA_FORMAT.INPUT_DATA", PRECISIONS),
     enum("method", "PDP.D_OPERATION_MODE_CFG.POOLING_METHOD", {0: "avg", 1: "max", 2: "min"}),
     bucket("kernel_w", field_plus_one("PDP.D_POOLING_KERNEL_CFG.KERNEL_WIDTH"), PDP_KERNELS),
     bucket("kernel_h", field_plus_one("PDP.D_POOLING_KERNEL_CFG.KERNEL_HEIGHT"), PDP_KERNELS),
@@ -449,7 +472,7 @@ register(
 
 register(
     "CDP",
-    enum("precision", "CDP.D_DATA_FORMAT.INPUT_DATA_TYPE", PRECISIONS, ignore=NOT_MODELLED),
+    enum("precision", "CDP.D_DATA_FORMAT.INPUT_DATA_TYPE", PRECISIONS),
     enum("normalz_len", "CDP.D_LRN_CFG.NORMALZ_LEN", {0: "3", 1: "5", 2: "7", 3: "9"}),
     flag("sqsum", "CDP.D_FUNC_BYPASS.SQSUM_BYPASS", off="on", on="bypass"),
     flag("mul", "CDP.D_FUNC_BYPASS.MUL_BYPASS", off="on", on="bypass"),
@@ -465,4 +488,32 @@ register(
     bucket("line_atoms", field_plus_one("BDMA.CFG_LINE.SIZE"), {"1": 1, "2-8": range(2, 9)}, ">8"),
     bucket("lines", field_plus_one("BDMA.CFG_LINE_REPEAT.NUMBER"), {"1": 1}, ">1"),
     bucket("surfaces", field_plus_one("BDMA.CFG_SURF_REPEAT.NUMBER"), {"1": 1}, ">1"),
+)
+
+
+def _rubik_mode(mode: int) -> Callable[[Op], bool]:
+    return lambda op: op.field("RBK.D_MISC_CFG.RUBIK_MODE") == mode
+
+
+def _rubik_channels(op: Op) -> str:
+    """Split and merge fill a partial last surface (zero lanes / fewer planes); contract copies atoms whole."""
+    per_atom = 32 if op.field("RBK.D_MISC_CFG.IN_PRECISION") == 0 else 16
+    field = "DATAOUT_SIZE_1.DATAOUT_CHANNEL" if _rubik_mode(1)(op) else "DATAIN_SIZE_1.DATAIN_CHANNEL"
+    return "partial_atom" if (op.field(f"RBK.D_{field}") + 1) % per_atom else "full_atoms"
+
+
+register(
+    "RUBIK",
+    enum("mode", "RBK.D_MISC_CFG.RUBIK_MODE", {0: "contract", 1: "split", 2: "merge"}),
+    enum("precision", "RBK.D_MISC_CFG.IN_PRECISION", PRECISIONS),
+    enum("src_ram", "RBK.D_DAIN_RAM_TYPE.DATAIN_RAM_TYPE", {0: "cvsram", 1: "dram"}),
+    enum("dst_ram", "RBK.D_DAOUT_RAM_TYPE.DATAOUT_RAM_TYPE", {0: "cvsram", 1: "dram"}),
+    # the cmod writes contract lines whole up to x stride 8, in 8x8 (column, phase) blocks above it
+    bucket("stride_x", field_plus_one("RBK.D_DECONV_STRIDE.DECONV_X_STRIDE"), {"1": 1, "2-8": range(2, 9)}, ">8",
+           when=_rubik_mode(0)),
+    bucket("stride_y", field_plus_one("RBK.D_DECONV_STRIDE.DECONV_Y_STRIDE"), {"1": 1}, ">1", when=_rubik_mode(0)),
+    # split and merge move lines in chunks of 64 elements
+    bucket("width", field_plus_one("RBK.D_DATAIN_SIZE_0.DATAIN_WIDTH"), {"1-64": range(1, 65)}, ">64",
+           when=lambda op: not _rubik_mode(0)(op)),
+    custom("channels", ("full_atoms", "partial_atom"), _rubik_channels, when=lambda op: not _rubik_mode(0)(op)),
 )
