@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from compiler.codegen.program import Cube, Loc, OperandPlacement, RegProgram, pointers
 from compiler.codegen.sdp import emit_sdp, sdp_enables
-from golden.engines.conv import entries_per_slice
+from golden.engines.conv import cbuf_geometry, entries_per_slice
 
 CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 
@@ -26,7 +26,7 @@ def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, in
     atom = hw.atom_elements()
     eps = entries_per_slice(hw, c, w)  # CBUF entries per input line, as the CBUF rule demands
     if data_banks is None:
-        data_banks = -(-h * eps // hw.cbuf_bank_depth)
+        data_banks = -(-h * eps // cbuf_geometry(hw)[1])
     wbytes = weight_fetch_bytes(k, c, r, s)
     pad_raw = conv.pad_value & 0xFF
     (sy, sx), (dy, dx), (pt, pl) = conv.stride, conv.dilation, conv.pad

@@ -14,7 +14,7 @@ import numpy as np
 
 from compiler.ir import Graph
 from compiler.passes import CompileContext
-from golden.engines.conv import entries_per_slice
+from golden.engines.conv import cbuf_geometry, entries_per_slice
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,13 @@ def plan_pieces(hw, c: int, h: int, w: int, k: int, r: int, s: int, stride: tupl
                 dilation: tuple[int, int], pad_top: int, out_h: int) -> list[Piece]:
     sy, dy = stride[0], dilation[0]
     eps = entries_per_slice(hw, c, w)
+    depth = cbuf_geometry(hw)[1]  # entries per bank as CDMA/CSC count them
     bank_bytes = hw.cbuf_bank_depth * hw.cbuf_bank_width
     kernel_bytes = c * r * s
     unit = math.lcm(hw.atom_elements(), hw.mac_atomic_k)
     best = None
     for d in range(1, hw.cbuf_bank_number):
-        rows_in = d * hw.cbuf_bank_depth // eps
+        rows_in = d * depth // eps
         span = (r - 1) * dy + 1
         # Output rows whose input rows fit ``rows_in`` lines (the band includes the top padding rows).
         if rows_in >= h:
@@ -68,7 +69,7 @@ def plan_pieces(hw, c: int, h: int, w: int, k: int, r: int, s: int, stride: tupl
         i0, i1 = max(0, first), min(h, last + 1)
         if i1 <= i0:  # the band lies entirely in padding: read one real row and pad the rest
             i0, i1 = (0, 1) if first < 0 else (h - 1, h)
-        needed = -(-(i1 - i0) * eps // hw.cbuf_bank_depth)
+        needed = -(-(i1 - i0) * eps // depth)
         for k0 in range(0, k, kg):
             pieces.append(Piece((o0, o1), (i0, i1), i0 - first, (k0, min(k, k0 + kg)), max(needed, 1)))
     return pieces

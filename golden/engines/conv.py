@@ -1,4 +1,4 @@
-"""CONV: the direct-convolution pipeline CDMA -> CSC -> CMAC_A/B -> CACC (int8 and int16 feature input).
+"""CONV: the direct-convolution pipeline CDMA -> CSC -> CMAC_A/B -> CACC (int8, int16 and fp16 feature input).
 
 The five units run as one operation. CDMA fetches the feature cube (NVDLA_NOTES §3 feature layout) and the
 weights, and applies its input conversion; CSC walks the output atoms, injecting its pad value for taps
@@ -28,8 +28,9 @@ Legality (``decode``): the cmod FAILs unless CDMA and CSC agree on the cube, the
 data banks** (no partial-input mode for direct conv); those raise ConfigError naming the field. Sizes, strides
 and dilations are stored minus one, so no value of those fields is illegal on its own.
 
-int16 (nv_full; cmod ``hw:nvdlav1:cmod``): every unit's IN/PROC_PRECISION must say INT16 (mixed int8/int16 and
-fp16 raise UnsupportedError). Features are 2-byte little-endian, ``memory_atomic_size / 2`` channels per atom;
+int16 (nv_full; cmod ``hw:nvdlav1:cmod``): every unit's IN/PROC_PRECISION must say INT16 (a precision change
+needs CDMA's CVT_EN, the cmod FAILs otherwise; int8 <-> int16 changes raise UnsupportedError). Features are
+2-byte little-endian, ``memory_atomic_size / 2`` channels per atom;
 the CDMA CVT ends in ``sat16`` (``cdma_cvt.cpp``: ``IntSaturation<17,16>``); CSC pads with the raw low 16 bits
 of D_ZERO_PADDING_VALUE (``NV_NVDLA_csc.cpp``); weights are 2 bytes each in the same order with kernel groups of
 atomic K / 2 (``KERNEL_PER_GROUP_INT16`` = 16) and channel groups of MAC atomic C elements
@@ -39,8 +40,12 @@ the same 48-bit saturating assembly and delivers ``sat32(rha(acc, CLIP_TRUNCATE)
 widths; an int64 path guards the bound anyway) and cannot touch the 48-bit saturation while
 ``sum |w*x| < 2^47``; beyond that the saturating order would matter and UnsupportedError is raised.
 The nvdlav1 cmod counts CBUF entries of 128 bytes, 256 per bank (``cmod/cdma/NV_NVDLA_cdma.h``
-CBUF_ENTRY_SIZE), which is what its int16 trace programs into D_ENTRY_PER_SLICE; the int16 path uses that
-geometry (see ``cbuf_geometry``).
+CBUF_ENTRY_SIZE) for every precision, which is what its int16 traces program into D_ENTRY_PER_SLICE; nv_full
+uses that geometry for int8, int16 and fp16 alike (see ``cbuf_geometry``).
+
+fp16 (nv_full): ``decode`` checks it like int16 (2-byte elements, 16 per atom, the same weight order); the
+arithmetic, which is the cmod's block-aligned integer CMAC and 48-bit float CACC with FP32 output, lives in
+``golden.engines.conv_fp16``, and ``run`` returns its FP32 cube as ``np.float32``.
 
 Kernels beyond WEIGHT_KERNEL in the last output surface (the padding lanes) have no weights; their MAC cells
 stay disabled and CACC delivers 0 for them (checked against the nv_small dc_* trace CRCs).
@@ -54,7 +59,7 @@ import numpy as np
 from golden.arith import rha, sat, sign_extend
 from golden.config import HwConfig
 from golden.dma import dma_address, dma_bytes, ram_space
-from golden.engines import Engine, OpContext, register
+from golden.engines import Engine, OpContext, conv_wcomp, conv_winograd, register
 from golden.errors import UnsupportedError
 from golden.layout import CubeLayout, read_cube
 from golden.memory import AddressSpace
@@ -71,7 +76,7 @@ _CACC_ASSEMBLY_LIMIT = 1 << 47
 #: Precision field encodings of D_MISC_CFG (IN_PRECISION / PROC_PRECISION).
 _PRECISIONS = {0: "int8", 1: "int16", 2: "fp16"}
 #: Bytes per element.
-_BPE = {"int8": 1, "int16": 2}
+_BPE = {"int8": 1, "int16": 2, "fp16": 2}
 
 
 # ---- geometry -----------------------------------------------------------------------------------------
@@ -109,15 +114,20 @@ class ConvGeometry:
 def cbuf_geometry(hw: HwConfig, bpe: int = 1) -> tuple[int, int]:
     """(bytes per CBUF entry, entries per bank) as CDMA/CSC count them.
 
-    int8 keeps the config's bank width and depth. The int16 path follows the nvdlav1 cmod, the reference of
-    the only int16 config: 128-byte entries, 256 per bank (``cmod/{cdma,csc,cbuf}`` CBUF_ENTRY_SIZE /
-    CBUF_ENTRY_PER_BANK), whereas nv_full's spec file lists 64 B x 512 for the same 32 KiB bank.
+    The precision does not matter (``bpe`` is kept for callers); the design does:
+
+    * nv_full follows the nvdlav1 cmod, its reference: entries of four 32-byte atoms, 128 B, 256 per bank
+      (``cmod/{cdma,csc,cbuf}`` CBUF_ENTRY_SIZE / CBUF_ENTRY_PER_BANK, fixed constants). CDMA and CSC count
+      ``D_ENTRY_PER_SLICE`` as ``atoms // 4`` entries per pixel plus the packed remainder for **every**
+      precision (``(C * bytes + 31) // 32`` atoms), so int8 uses 128-byte entries too, although nv_full's spec
+      file lists 64 B x 512 for the same 32 KiB bank (NVDLA's compiler target table agrees: 16 x 256 x 128 B).
+    * The nv_small-branch configs (nv_small, nv_small_256, nv_large, master's presets) size an entry by the
+      spec's bank width (``ATOM_PER_CBUF_ENTRY_* = NVDLA_CBUF_BANK_WIDTH / ATOM_SIZE_*``).
     """
-    if bpe == 1:
-        return hw.cbuf_bank_width, hw.cbuf_bank_depth
-    bank = hw.cbuf_bank_width * hw.cbuf_bank_depth
-    entry = max(hw.cbuf_bank_width, 4 * hw.memory_atomic_size)
-    return entry, bank // entry
+    if hw.address_map == "full":
+        entry = 4 * hw.memory_atomic_size
+        return entry, hw.cbuf_bank_width * hw.cbuf_bank_depth // entry
+    return hw.cbuf_bank_width, hw.cbuf_bank_depth
 
 
 def entries_per_slice(hw: HwConfig, channels: int, width: int, bpe: int = 1) -> int:
@@ -268,35 +278,47 @@ def cacc_deliver(acc: np.ndarray, clip_truncate: int) -> tuple[np.ndarray, int]:
 # ---- register decoding ----------------------------------------------------------------------------------
 def _check_supported(regs: dict[str, RegView], hw: HwConfig) -> str:
     """Features of the conv pipeline this model does not implement (yet) raise UnsupportedError; returns the
-    one precision ("int8" or "int16") every unit's IN/PROC_PRECISION agrees on."""
+    processing precision ("int8", "int16" or "fp16") every unit's IN/PROC_PRECISION agrees on. The one mix
+    the cmod's direct conv supports is CDMA IN_PRECISION=INT16 converted by CVT_EN into fp16 (conv_fp16)."""
     cdma, csc = regs["CDMA"], regs["CSC"]
     precisions: list[tuple[str, str, str]] = []
     if cdma.D_DATAIN_FORMAT.DATAIN_FORMAT != 0 or csc.D_DATAIN_FORMAT.DATAIN_FORMAT != 0:
-        raise UnsupportedError("CDMA", "image (pixel) input of the conv pipeline is not supported yet")
+        raise UnsupportedError("CDMA", "conv.decode describes feature input; image input is golden.engines.cdma_image")
     for unit in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"):
         misc = regs[unit].D_MISC_CFG
         if misc.CONV_MODE != 0:
-            raise UnsupportedError(unit, "Winograd convolution is not supported yet")
+            raise UnsupportedError(unit, "conv.decode describes direct convolution; Winograd is golden.engines.conv_winograd")
         for name in ("IN_PRECISION", "PROC_PRECISION") if unit in ("CDMA", "CSC") else ("PROC_PRECISION",):
             code = getattr(misc, name)
             if code not in _PRECISIONS:
                 raise misc.fail(name, f"reserved precision encoding {code}")
-            if _PRECISIONS[code] == "fp16":
-                raise UnsupportedError(unit, "fp16 convolution is not supported yet (int8/int16 only)")
             precisions.append((_PRECISIONS[code], misc.where(name), unit))
-    if cdma.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0 or csc.D_WEIGHT_FORMAT.WEIGHT_FORMAT != 0:
-        raise UnsupportedError("CDMA", "compressed weights are not supported yet")
+    for dtype, where, unit in precisions:
+        if not hw.supports(dtype):  # type: ignore[arg-type]
+            raise UnsupportedError(unit, f"{where}={dtype.upper()} but {hw.name} has no {dtype} datapath")
+    # cmod DirectConvDataResponseSequencerCommon: CVT only converts integers; without it nothing changes type.
+    cdma_in, cdma_proc = (_PRECISIONS[getattr(cdma.D_MISC_CFG, f)] for f in ("IN_PRECISION", "PROC_PRECISION"))
+    if cdma.D_CVT_CFG.CVT_EN and cdma_in == "fp16":
+        raise cdma.D_CVT_CFG.fail("CVT_EN", "the CDMA converter takes integer input only; IN_PRECISION=FP16 with "
+                                  "CVT_EN is a cmod FAIL")
+    if not cdma.D_CVT_CFG.CVT_EN and cdma_in != cdma_proc:
+        raise cdma.D_MISC_CFG.fail("IN_PRECISION", f"{cdma_in.upper()} input with PROC_PRECISION="
+                                   f"{cdma_proc.upper()} needs CVT_EN (a cmod FAIL without it)")
+    if (cdma_in, cdma_proc) == ("int16", "fp16"):
+        precisions = precisions[1:]  # int16 converted to fp16 by CDMA (conv_fp16.run_fp16)
+    elif cdma_in != cdma_proc:
+        raise UnsupportedError("CDMA", f"CDMA converting {cdma_in} input to {cdma_proc}: the cmod's direct conv "
+                               "stores the converted elements at the input's width; not modelled")
+    conv_wcomp.is_compressed(regs, hw)  # UnsupportedError without the feature, ConfigError if CDMA/CSC disagree
     for unit in ("CDMA", "CSC", "CACC"):
         if regs[unit].D_BATCH_NUMBER.BATCHES != 0:
-            raise UnsupportedError(unit, "batched convolution (BATCHES > 0) is not supported yet")
+            raise UnsupportedError(unit, "conv.decode describes one batch; batched programs run in conv_batch")
     dtype, where, _ = precisions[0]
     for other, other_where, other_unit in precisions[1:]:
         if other != dtype:
             raise UnsupportedError(
-                other_unit, f"{other_where}={other} with {where}={dtype}: mixed int8/int16 precisions are not modelled"
+                other_unit, f"{other_where}={other} with {where}={dtype}: mixed precisions are not modelled"
             )
-    if not hw.supports(dtype):  # type: ignore[arg-type]
-        raise UnsupportedError(dtype.upper(), f"{where}={dtype.upper()} but {hw.name} has no {dtype} datapath")
     return dtype
 
 
@@ -346,7 +368,7 @@ def decode(regs: dict[str, RegView], hw: HwConfig) -> ConvGeometry:
     if csc.D_POST_Y_EXTENSION.Y_EXTENSION != 0:
         raise csc.D_POST_Y_EXTENSION.fail("Y_EXTENSION", "post-Y extension applies to image input only")
     clip = cacc.D_CLIP_CFG.CLIP_TRUNCATE
-    if clip > _CACC_MAX_TRUNCATE:
+    if clip > _CACC_MAX_TRUNCATE and dtype != "fp16":  # fp16 CACC delivers FP32 and ignores the clip
         raise cacc.D_CLIP_CFG.fail("CLIP_TRUNCATE", f"{clip} exceeds {_CACC_MAX_TRUNCATE} (48-bit sums, 32-bit output)")
 
     # Feature layout in memory (cmod DirectConvDataRequest/ResponseSequencerCommon).
@@ -392,7 +414,7 @@ def decode(regs: dict[str, RegView], hw: HwConfig) -> ConvGeometry:
     # Weight fetch.
     wbytes = cdma.D_WEIGHT_BYTES.WEIGHT_BYTES
     needed = K * R * S * C * bpe
-    if wbytes < needed:
+    if wbytes < needed and not cdma.D_WEIGHT_FORMAT.WEIGHT_FORMAT:  # compressed: checked by conv_wcomp
         raise cdma.D_WEIGHT_BYTES.fail(
             "WEIGHT_BYTES", f"{wbytes} is less than the {needed} bytes of {K} {R}x{S}x{C} {dtype} kernels"
         )
@@ -455,9 +477,25 @@ def _check_assembly_bound(x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> N
 # ---- the engine -----------------------------------------------------------------------------------------------
 def run(ctx: OpContext) -> np.ndarray:
     """One direct convolution; returns the CACC cube (C_pad, OH, OW) int64 handed to SDP on the fly, C_pad being
-    the output channels rounded up to the memory atom (padding lanes are 0)."""
+    the output channels rounded up to the memory atom (padding lanes are 0); FP32 as np.float32 for fp16."""
     hw, regs = ctx.hw, dict(ctx.regs)
+    if conv_winograd.conv_mode(regs, hw) == conv_winograd.CONV_MODE_WINOGRAD:
+        return conv_winograd.run(ctx)
+    if regs["CDMA"].D_DATAIN_FORMAT.DATAIN_FORMAT or regs["CSC"].D_DATAIN_FORMAT.DATAIN_FORMAT:
+        from golden.engines import cdma_image  # pixel input: own fetch, CDMA padding and channel extension
+
+        return cdma_image.run(ctx)
+    if any(regs[u].D_BATCH_NUMBER.BATCHES for u in ("CDMA", "CSC", "CACC")):
+        from golden.engines import conv_batch  # one run of this function per batch
+
+        return conv_batch.run(ctx, run)
     geom = decode(regs, hw)
+    if geom.dtype == "fp16":
+        if conv_wcomp.is_compressed(regs, hw):  # conv_fp16 fetches its weights itself, uncompressed
+            raise UnsupportedError("CDMA", "compressed fp16 weights are not modelled (conv_fp16 reads them plain)")
+        from golden.engines import conv_fp16  # FP32 out (np.float32), the cmod's fp16 CMAC/CACC
+
+        return conv_fp16.run_fp16(ctx, geom)
     cdma, cacc = regs["CDMA"], regs["CACC"]
 
     atom = hw.atom_elements(geom.dtype)  # type: ignore[arg-type]
@@ -475,9 +513,8 @@ def run(ctx: OpContext) -> np.ndarray:
         offset, scale = cdma.D_CVT_OFFSET.signed("CVT_OFFSET"), cdma.D_CVT_SCALE.signed("CVT_SCALE")
         x = cdma_convert(x, offset, scale, cvt.CVT_TRUNCATE, 8 * geom.bpe)
 
-    wspace = ram_space(hw, ctx.mem, cdma.D_WEIGHT_RAM_TYPE, "WEIGHT_RAM_TYPE")
-    wbase = dma_address(hw, cdma, "D_WEIGHT_ADDR")
-    w = unpack_weights(wspace.read(wbase, geom.weight_bytes), geom, hw)
+    raw = conv_wcomp.read_weights(hw, ctx.mem, regs, geom.kernels, geom.weight_bytes // geom.kernels, geom.dtype)
+    w = unpack_weights(raw, geom, hw)
 
     _check_assembly_bound(x, w, geom)
     acc = direct_conv(x, w, geom)

@@ -13,7 +13,7 @@ import struct
 
 import numpy as np
 
-__all__ = ["DimgError", "SURFACE_FORMATS", "surface_format", "encode_dimg", "decode_dimg"]
+__all__ = ["DimgError", "SURFACE_FORMATS", "GOLDEN_ERA_VALUES", "surface_format", "encode_dimg", "decode_dimg"]
 
 DIMG_VERSION = 0
 #: NvDlaImage::PixelFormat values we write: name -> (value, bytes per element, atom channels or 0 for CHW)
@@ -22,6 +22,11 @@ SURFACE_FORMATS = {
     "D_F8_CxHWx_x32_I": (40, 1, 32), "D_F8_CxHWx_x8_I": (41, 1, 8), "D_F16_CxHWx_x16_I": (42, 2, 16),
     "D_F16_CxHWx_x16_F": (43, 2, 16),
 }
+#: The same enum in the runtime that produced NVDLA's regression goldens (2017-2018,
+#: ``umd/tests/runtime/DlaImage.h``): it had no D_F8_CxHWx_x8_I yet (added with nv_small int8 support in
+#: 2019), so the 16-bit feature formats were one lower. Every nv_full int16/fp16 golden header carries these
+#: (CONV_D_L0_0 and CDP_L0_0: 41, NN_L0_0: 42); the other values did not move.
+GOLDEN_ERA_VALUES = {"D_F16_CxHWx_x16_I": 41, "D_F16_CxHWx_x16_F": 42}
 _PIXEL_FEATURE, _PIXEL_FEATURE_X8 = 36, 37
 _INT8, _INT16, _HALF = 4, 3, 2
 
@@ -53,10 +58,13 @@ def _offsets(fmt: str, c: int, h: int, w: int, line: int, surf: int) -> np.ndarr
 
 
 def encode_dimg(buffer: bytes, fmt: str, c: int, h: int, w: int, line_stride: int, surface_stride: int,
-                size: int | None = None) -> bytes:
+                size: int | None = None, golden_era: bool = False) -> bytes:
     """A DIMG file of ``buffer`` (the output tensor's bytes) as NVDLA's runtime serializes it (stable
-    hash: fp16 -0 becomes +0 and every NaN 0x7C00)."""
+    hash: fp16 -0 becomes +0 and every NaN 0x7C00). ``golden_era`` writes the format value of the runtime
+    that produced NVDLA's regression goldens (``GOLDEN_ERA_VALUES``)."""
     value, bpe, _ = SURFACE_FORMATS[fmt]
+    if golden_era:
+        value = GOLDEN_ERA_VALUES.get(fmt, value)
     size = len(buffer) if size is None else size
     if len(buffer) < size:
         raise DimgError(f"output buffer has {len(buffer)} bytes, the tensor says {size}")

@@ -11,6 +11,7 @@ from golden.engines import OpContext
 from golden.engines.conv import (
     ConvGeometry,
     cacc_deliver,
+    cbuf_geometry,
     cdma_convert,
     direct_conv,
     entries_per_slice,
@@ -95,7 +96,7 @@ def program(
     ls = line_stride if line_stride is not None else g.width * atom
     ss = surf_stride if surf_stride is not None else g.height * ls
     eps = entries_per_slice(hw, g.channels, g.width)
-    data_banks = -(-g.height * eps // hw.cbuf_bank_depth)
+    data_banks = -(-g.height * eps // cbuf_geometry(hw)[1])
     wbytes = -(-g.weight_bytes // 128) * 128
     pad_raw = pad_value_raw if pad_value_raw is not None else g.pad_value & 0xFF
     size0 = dict(DATAIN_WIDTH=g.width - 1, DATAIN_HEIGHT=g.height - 1)
@@ -412,7 +413,6 @@ def test_minus_one_fields_have_no_illegal_zero():
 @pytest.mark.parametrize(
     "override, unit, feature",
     [
-        ({"CDMA.D_DATAIN_FORMAT": dict(DATAIN_FORMAT="PIXEL")}, "CDMA", "pixel"),
         ({"CSC.D_MISC_CFG": dict(CONV_MODE="WINOGRAD")}, "CSC", "Winograd"),
         ({"CMAC_B.D_MISC_CFG": dict(PROC_PRECISION="INT16")}, "CMAC_B", "int16"),
         ({"CDMA.D_MISC_CFG": dict(IN_PRECISION="FP16")}, "CDMA", "fp16"),

@@ -7,11 +7,17 @@ SDP output CVT. Engine and config rules: channels and kernels not multiples of t
 channel and kernel groups), at least one tap of the dilated kernel inside the padded input, the whole
 input in the CBUF data banks (``golden.engines.conv.data_banks_needed``; no partial-input mode for direct
 conv) and the weights in the remaining banks, ``CLIP_TRUNCATE`` at most 16 (48-bit sums, 32-bit out).
+
+``int16_conv_layers`` and ``fp16_conv_layers`` draw the 16-bit convolutions of nv_full
+(``regressions.programs_conv_wide.WideConvLayer``), small enough for the plain-loop references: fp16 cubes
+come as bit patterns with exponents in a drawn range (how many alignment blocks a slice spans) plus, at
+times, +-0, Inf and NaN; fp16 input may also be int16 that CDMA converts.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
@@ -20,6 +26,7 @@ from golden.config import HwConfig, PRESETS
 from golden.engines.conv import data_banks_needed
 from regressions import programs
 from regressions.fuzz.strategies import (
+    SEED_BITS,
     atom_elements,
     count_range,
     field_ints,
@@ -127,4 +134,107 @@ def conv_layers(draw, hw: HwConfig | None = None) -> programs.ConvLayer:
         # The CSC injects the raw low byte of D_ZERO_PADDING_VALUE: an int8.
         pad_value=draw(st.integers(*signed_bits(8))),
         out_hw=(oh, ow), clip_truncate=clip, cvt=cvt, out_cvt=out_cvt,
+    )
+
+
+# ---- 16-bit direct convolution (int16, fp16; nv_full) -------------------------------------------------------
+#: Lane-products the plain-loop fp16 reference computes at most (K x OH x OW x 64-lane slices x 64 x R x S);
+#: it multiplies through the cmod's Booth tree in Python, about 15 us each.
+WIDE_WORK = 12_000
+#: fp16 channels per CMAC slice (nv_full MAC atomic C).
+WIDE_SLICE = 64
+#: fp16 patterns of the specials the CMAC treats apart: +-0 (masked), +-Inf (an ordinary exponent), NaN.
+FP16_SPECIALS = (0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0xFC01, 0x7C3F)
+
+
+def fp16_cube(draw, shape: tuple[int, ...]) -> np.ndarray:
+    """fp16 bit patterns of ``shape``: signs and mantissas from a drawn seed, exponent fields in a drawn range
+    (so products fall in a few or many alignment blocks), and sometimes a sprinkle of specials: +-0 only,
+    +-0 and Inf, or those and NaN (a NaN weight makes its kernel's slice NaN, so it is the rarest).
+    Shrinks to denormal-range values without specials."""
+    e_lo = draw(st.integers(0, 30))
+    e_hi = draw(st.integers(e_lo, min(30, e_lo + draw(st.sampled_from([0, 2, 4, 8, 30])))))
+    specials = draw(st.sampled_from([0, 0, 1, 2, 4, 7]))  # how many of FP16_SPECIALS may appear
+    seed = draw(st.integers(0, (1 << SEED_BITS) - 1))
+    rng = np.random.default_rng(seed)
+    sign, expo = rng.integers(0, 2, shape), rng.integers(e_lo, e_hi + 1, shape)
+    bits = (sign << 15) | (expo << 10) | rng.integers(0, 1024, shape)
+    if specials:
+        pick = rng.random(shape) < 0.06
+        bits = np.where(pick, rng.choice(np.array(FP16_SPECIALS[:specials], dtype=np.int64), shape), bits)
+    return bits.astype(np.int64)
+
+
+def _wide_geometry(draw, hw: HwConfig, lane_cost: int) -> dict:
+    """Shape, stride, dilation and padding of a 16-bit conv within ``WIDE_WORK`` lane-products."""
+    c = draw(st.one_of(st.integers(1, 2 * WIDE_SLICE + 1), st.sampled_from([16, WIDE_SLICE, 2 * WIDE_SLICE])))
+    lanes = -(-c // WIDE_SLICE) * WIDE_SLICE if lane_cost else c
+    dy, pt, pb = _axis(draw, hw, "Y", ("CSC", "D_ZERO_PADDING", "PAD_TOP"), ("CDMA", "D_ZERO_PADDING", "PAD_BOTTOM"))
+    dx, pl, pr = _axis(draw, hw, "X", ("CSC", "D_ZERO_PADDING", "PAD_LEFT"), ("CDMA", "D_ZERO_PADDING", "PAD_RIGHT"))
+    budget = max(1, WIDE_WORK // lanes)
+    side = max(1, min(8, math.isqrt(budget)))
+    h, w = draw(st.integers(1, side)), draw(st.integers(1, side))
+    span_y, span_x = h + pt + pb, w + pl + pr
+    r = _kernel_size(draw, hw, "WEIGHT_HEIGHT_EXT", span_y, dy, max(1, min(3, budget // (span_y * span_x))))
+    s = _kernel_size(draw, hw, "WEIGHT_WIDTH_EXT", span_x, dx, max(1, min(3, budget // (span_y * span_x * r))))
+    sy = draw(field_ints(hw, "CSC", "D_CONV_STRIDE_EXT", "CONV_Y_STRIDE_EXT", typical=(0, 2))) + 1
+    sx = draw(field_ints(hw, "CSC", "D_CONV_STRIDE_EXT", "CONV_X_STRIDE_EXT", typical=(0, 2))) + 1
+    oh = (span_y - ((r - 1) * dy + 1)) // sy + 1
+    ow = (span_x - ((s - 1) * dx + 1)) // sx + 1
+    k_top = max(1, min(2 * hw.mac_atomic_k_for("fp16") + 1, budget // max(1, oh * ow * r * s)))
+    k = draw(st.one_of(st.integers(1, k_top), st.just(min(hw.mac_atomic_k_for("fp16"), k_top)), st.just(k_top)))
+    return dict(c=c, h=h, w=w, k=k, r=r, s=s, stride=(sy, sx), dilation=(dy, dx), pad=(pt, pl), out_hw=(oh, ow))
+
+
+@st.composite
+def fp16_conv_layers(draw, hw: HwConfig):
+    """An fp16 direct convolution on nv_full: fp16 input (NaN flush sometimes on), or int16 input that CDMA
+    converts into fp16 (CVT_EN, ``Int17ToFp16``); any fp16 pad word; FP32 out of CACC, fp16 out of SDP."""
+    from regressions.programs_conv_wide import WideConvLayer
+
+    g = _wide_geometry(draw, hw, lane_cost=1)
+    weights = fp16_cube(draw, (g["k"], g["c"], g["r"], g["s"]))
+    converted = draw(st.integers(0, 3)) == 0
+    cvt = None
+    if converted:
+        x = values(draw, (g["c"], g["h"], g["w"]), signed_bits(16))
+        scale = draw(field_ints(hw, "CDMA", "D_CVT_SCALE", "CVT_SCALE", signed=True, typical=(-64, 64)))
+        cvt = (draw(field_ints(hw, "CDMA", "D_CVT_OFFSET", "CVT_OFFSET", signed=True, typical=(-256, 256))), scale,
+               rescale_shift(draw, field_range(hw, "CDMA", "D_CVT_CFG", "CVT_TRUNCATE"), 16, scale, out_bits=12))
+    else:
+        x = fp16_cube(draw, (g["c"], g["h"], g["w"]))
+    pad_value = int(draw(st.one_of(st.just(0), st.integers(0, 0xFFFF), st.sampled_from(FP16_SPECIALS))))
+    return WideConvLayer(
+        x=x, w=weights, precision="fp16", in_precision="int16" if converted else None,
+        stride=g["stride"], dilation=g["dilation"], pad=g["pad"], pad_value=pad_value, out_hw=g["out_hw"],
+        cvt=cvt, nan_to_zero=not converted and draw(st.booleans()),
+    )
+
+
+@st.composite
+def int16_conv_layers(draw, hw: HwConfig):
+    """An int16 direct convolution on nv_full (optional CDMA CVT, CLIP_TRUNCATE, int16 SDP output CVT)."""
+    from regressions.programs_conv_wide import WideConvLayer
+
+    g = _wide_geometry(draw, hw, lane_cost=0)
+    weights = values(draw, (g["k"], g["c"], g["r"], g["s"]), signed_bits(16))
+    x = values(draw, (g["c"], g["h"], g["w"]), signed_bits(16))
+    cvt = None
+    if draw(st.booleans()):
+        scale = draw(field_ints(hw, "CDMA", "D_CVT_SCALE", "CVT_SCALE", signed=True, typical=(-1024, 1024)))
+        cvt = (draw(field_ints(hw, "CDMA", "D_CVT_OFFSET", "CVT_OFFSET", signed=True, typical=(-4096, 4096))), scale,
+               rescale_shift(draw, field_range(hw, "CDMA", "D_CVT_CFG", "CVT_TRUNCATE"), 17, scale, out_bits=16))
+    acc_bits = 16 + magnitude_bits(weights) + (g["c"] * g["r"] * g["s"]).bit_length() // 2 + 1
+    clip = draw(field_ints(hw, "CACC", "D_CLIP_CFG", "CLIP_TRUNCATE", hi=MAX_CLIP_TRUNCATE))
+    bits = max(1, acc_bits - clip)
+    near = 1 << max(0, bits - 2)
+    scale = draw(field_ints(hw, "SDP", "D_CVT_SCALE", "CVT_SCALE", signed=True, typical=(-1024, 1024)))
+    out_cvt = (
+        draw(field_ints(hw, "SDP", "D_CVT_OFFSET", "CVT_OFFSET", signed=True, typical=(-near, near))),
+        scale,
+        rescale_shift(draw, field_range(hw, "SDP", "D_CVT_SHIFT", "CVT_SHIFT"), bits + 1, scale, out_bits=16),
+    )
+    return WideConvLayer(
+        x=x, w=weights, precision="int16", stride=g["stride"], dilation=g["dilation"], pad=g["pad"],
+        pad_value=draw(st.integers(0, 0xFFFF)), out_hw=g["out_hw"], clip_truncate=clip, cvt=cvt, out_cvt=out_cvt,
     )
