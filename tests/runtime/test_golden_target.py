@@ -1,14 +1,17 @@
-"""The golden target shows an operation's done bits one at a time, in hardware order, as NVDLA's nvdlav1
-traces expect (wait, check one bit, clear all, wait again)."""
+"""The golden target makes hardware time visible as NVDLA's nvdlav1 traces expect: done bits appear one at a
+time in hardware order, only while software waits or polls (wait, check one bit, clear all, read 0, wait
+again), and the CBUF flush after reset is still running until software polls it."""
 from __future__ import annotations
 
 import asyncio
 
 import numpy as np
+import pytest
 
 from golden import get_config
 from regressions import programs
 from runtime.golden_target import GoldenTarget
+from runtime.target import InterruptTimeout
 
 HW = get_config("nv_small")
 CDMA_DAT, CDMA_WT, CACC, SDP = 1 << 16, 1 << 18, 1 << 20, 1 << 0
@@ -53,3 +56,38 @@ def test_waiting_for_a_later_bit_lets_the_earlier_ones_happen() -> None:
     got = asyncio.run(target.wait_interrupt(SDP, 1000))
     assert got == SDP
     assert asyncio.run(target.read_reg(status)) & ALL == ALL
+
+
+def test_nothing_shows_until_software_waits_or_polls() -> None:
+    """Right after the enable, and right after a clear-all, S_INTR_STATUS reads 0 (hardware is still busy);
+    each further read in a row (a poll) shows the next bit; any other access in between is not a poll."""
+    target, status = started_conv()
+    cdma = target.dla.map.address("CDMA", "D_OP_ENABLE")
+
+    async def script() -> list[int]:
+        reads = [await target.read_reg(status) & ALL]  # right after the enable
+        reads.append(await target.read_reg(status) & ALL)  # polled: CDMA data load done
+        await target.read_reg(cdma)
+        reads.append(await target.read_reg(status) & ALL)  # not a poll: nothing new
+        await target.write_reg(status, 0xFFFFFFFF)
+        reads.append(await target.read_reg(status) & ALL)  # after clear-all: 0 again
+        reads.append(await target.read_reg(status) & ALL)  # polled: the weight load
+        reads.append(await target.wait_interrupt(SDP, 1000))
+        return reads
+
+    assert asyncio.run(script()) == [0, CDMA_DAT, CDMA_DAT, 0, CDMA_WT, SDP]
+
+
+def test_cbuf_flush_runs_until_polled_or_waited_for() -> None:
+    async def reads(target: GoldenTarget, wait_first: bool) -> list[int]:
+        flush = target.dla.map.address("CDMA", "S_CBUF_FLUSH_STATUS")
+        if wait_first:
+            with pytest.raises(InterruptTimeout):
+                await target.wait_interrupt(ALL, 1000)
+        out = [await target.read_reg(flush)]
+        await target.write_reg(flush, 0)  # read-only: the write changes nothing, and is not a poll
+        out += [await target.read_reg(flush), await target.read_reg(flush), await target.read_reg(flush)]
+        return out
+
+    assert asyncio.run(reads(GoldenTarget(HW), False)) == [0, 0, 1, 1]
+    assert asyncio.run(reads(GoldenTarget(HW), True)) == [1, 1, 1, 1]
