@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from golden.config import HwConfig
+from golden.config import BYTES_PER_ELEMENT, DataType, HwConfig
 from golden.errors import UnsupportedError
 from golden.layout import CubeLayout
 from golden.memory import AddressSpace, Memory
@@ -37,13 +37,29 @@ def dma_address(hw: HwConfig, view: RegView, name: str, suffix: str = "") -> int
     return dma_bytes(hw, (view.word(f"{name}_HIGH{suffix}") << 32) | view.word(f"{name}_LOW{suffix}"))
 
 
-def check_int8(reg: RegValue, name: str, unit: str) -> None:
-    """Only int8 is modelled; int16/fp16 raise UnsupportedError naming the precision."""
+def check_format(reg: RegValue, name: str, hw: HwConfig | None = None) -> str:
+    """The data type a D_DATA_FORMAT-style field selects ("int8", "int16" or "fp16").
+
+    The encoding 3 is illegal (ConfigError naming the field); a type ``hw`` has no datapath for (int16/fp16
+    on every config but nv_full) raises UnsupportedError naming the type, as NVDLA's CFGROM would report it.
+    """
     fmt = getattr(reg, name)
     if fmt not in DATA_FORMATS:
         raise reg.fail(name, f"{fmt} is not a data format (0 int8, 1 int16, 2 fp16)")
-    if DATA_FORMATS[fmt] != "int8":
-        raise UnsupportedError(unit, f"{unit} {DATA_FORMATS[fmt]} ({reg.where(name)}={fmt}) is not modelled yet; only int8 is")
+    dtype = DATA_FORMATS[fmt]
+    if hw is not None and not hw.supports(dtype):  # type: ignore[arg-type]
+        raise UnsupportedError(
+            dtype.upper(), f"{reg.where(name)}={dtype.upper()} but {hw.name} has no {dtype} datapath"
+        )
+    return dtype
+
+
+def check_int8(reg: RegValue, name: str, unit: str) -> None:
+    """For engines that model int8 only: int16/fp16 raise UnsupportedError naming the precision."""
+    dtype = check_format(reg, name)
+    if dtype != "int8":
+        fmt = getattr(reg, name)
+        raise UnsupportedError(unit, f"{unit} {dtype} ({reg.where(name)}={fmt}) is not modelled yet; only int8 is")
 
 
 def dma_bytes(hw: HwConfig, word: int) -> int:
@@ -53,16 +69,29 @@ def dma_bytes(hw: HwConfig, word: int) -> int:
 
 
 def feature_cube(
-    hw: HwConfig, mem: Memory, view: RegView, side: str, ram_reg: str, channels: int, height: int, width: int
+    hw: HwConfig,
+    mem: Memory,
+    view: RegView,
+    side: str,
+    ram_reg: str,
+    channels: int,
+    height: int,
+    width: int,
+    dtype: DataType = "int8",
 ) -> tuple[AddressSpace, int, CubeLayout]:
-    """Memory space, base address and layout of a feature cube from ``D_{SRC,DST}_*`` registers."""
+    """Memory space, base address and layout of a feature cube from ``D_{SRC,DST}_*`` registers.
+
+    ``dtype`` sets the element size (int16/fp16: 2-byte little-endian elements) and so the channels per
+    atom (``hw.atom_elements``: memory_atomic_size / 2 for the 16-bit types).
+    """
     layout = CubeLayout(
         channels,
         height,
         width,
         dma_bytes(hw, view.word(f"D_{side}_LINE_STRIDE")),
         dma_bytes(hw, view.word(f"D_{side}_SURFACE_STRIDE")),
-        hw.atom_elements("int8"),
+        hw.atom_elements(dtype),
+        BYTES_PER_ELEMENT[dtype],
     )
     check_fits(layout, view, side)
     return ram_space(hw, mem, getattr(view, ram_reg), f"{side}_RAM_TYPE"), dma_address(hw, view, f"D_{side}_BASE_ADDR"), layout

@@ -1,16 +1,29 @@
-"""CDP: cross-channel local response normalization (LRN), int8 (NVDLA_NOTES §4 CDP).
+"""CDP: cross-channel local response normalization (LRN), int8, int16 and fp16 (NVDLA_NOTES §4 CDP).
 
-Follows NVDLA's cmod (``cmod/cdp/NV_NVDLA_cdp.cpp lookup_lut_int8``, ``cmod/hls/cdp_libs``), checked
-bit for bit against the nv_small trace tests. Per element (c, h, w) of the padded cube:
+Follows NVDLA's cmod (``cmod/cdp/NV_NVDLA_cdp.cpp lookup_lut_int8`` / ``lookup_lut``, ``cmod/hls/cdp_libs``,
+fp16 in ``cmod/hls_wrapper/cdp_hls_wrapper.cpp``), int8 checked bit for bit against the nv_small trace tests.
+Per element (c, h, w) of the padded cube, int8 / int16:
 
-1. input CVT ``x' = sat9(rha((x - DATIN_OFFSET[7:0]s) * DATIN_SCALE, DATIN_SHIFTER))``; channels outside
-   [0, C) -- the padding lanes of the last surface and the neighbours beyond either end -- are fed
-   DATIN_OFFSET, so their x' is 0;
+1. input CVT ``x' = sat9(rha((x - DATIN_OFFSET[7:0]s) * DATIN_SCALE, DATIN_SHIFTER))`` (int16:
+   ``sat17`` and the whole 16-bit DATIN_OFFSET); channels outside [0, C) -- the padding lanes of the last
+   surface and the neighbours beyond either end -- are fed DATIN_OFFSET, so their x' is 0;
 2. ``S = sum of x'^2`` over channels c-(NORMALZ_LEN+1) .. c+(NORMALZ_LEN+1) (``S = x'_c`` with SQSUM_BYPASS);
 3. two LUTs (LE: exponent or linear, 65 entries; LO: linear, 257 entries) each classify S as underflow,
-   overflow or hit and produce a value; the priorities in S_LUT_CFG pick one;
+   overflow or hit and produce a value; the priorities in S_LUT_CFG pick one; the index selects are 6-bit
+   signed for int8, 7-bit signed for int16;
 4. ``m = r * x'_c`` (or r with MUL_BYPASS);
-5. output CVT ``sat8(rha((m - DATOUT_OFFSET[24:0]s) * DATOUT_SCALE, DATOUT_SHIFTER))``.
+5. output CVT ``sat8(rha((m - DATOUT_OFFSET[24:0]s) * DATOUT_SCALE, DATOUT_SHIFTER))`` (int16: ``sat16``
+   and the whole 32-bit DATOUT_OFFSET).
+
+fp16 (``HLS_CDP_lookup_fp16``; the CVT registers are ignored, ``golden.fp`` emulates the cmod's floats):
+x becomes FP17 then fp32 (padding/outside channels are +0; NaNs become +0 with D_NAN_FLUSH_TO_ZERO);
+squares are fp32 products summed in the cmod's order ``((x[c-1]+x[c+1])+x[c]) + (x[c-2]+x[c+2]) + ...``;
+each LUT subtracts START (S_LUT_*_START_LOW read as an fp32 pattern) in fp32, takes the exponent (LE
+exponent mode, index = exponent - LE_INDEX_OFFSET, fraction = the top 16 mantissa bits) or scales by
+2^-INDEX_SELECT (8-bit signed) in C float arithmetic, and interpolates in FP17:
+``L0 + FP17(L1 - L0) * FP17(fraction / 2^16)``; outside the table ``edge + FP17(S - START or END) * slope``
+with table entries and slope scales as fp16 patterns. The result is multiplied by x in FP17 (MUL_BYPASS
+passes r, or x when x is NaN) and narrowed to fp16.
 
 Channel-wise the window needs at most nine taps, so everything runs on whole cubes.
 """
@@ -20,9 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from golden import fp
 from golden.arith import rha, sat, sign_extend
+from golden.dma import check_format, feature_cube
 from golden.engines import Engine, OpContext, register
-from golden.dma import check_int8, feature_cube
 from golden.errors import UnsupportedError
 from golden.layout import read_cube, write_cube
 from golden.regs import RegValue, RegView
@@ -63,16 +77,19 @@ class Lut:
     lo: Table
 
     @classmethod
-    def from_view(cls, cdp: RegView) -> "Lut":
+    def from_view(cls, cdp: RegView, dtype: str = "int8") -> "Lut":
+        """fp16 keeps the raw words: START/END's low 32 bits are fp32 patterns, slopes fp16 patterns."""
         cfg, info = cdp.S_LUT_CFG, cdp.S_LUT_INFO
+        decode = {"int8": _index_select, "int16": _index_select16, "fp16": _index_select_fp16}[dtype]
+        le_used = cfg.LUT_LE_FUNCTION == LINEAR or dtype == "int8"  # int8: checked as before, whatever the mode
         return cls(
             le_function=cfg.LUT_LE_FUNCTION,
             uflow_priority=cfg.LUT_UFLOW_PRIORITY,
             oflow_priority=cfg.LUT_OFLOW_PRIORITY,
             hybrid_priority=cfg.LUT_HYBRID_PRIORITY,
             le_index_offset=info.signed("LUT_LE_INDEX_OFFSET"),
-            le=_table(cdp, "LE", _index_select(info, "LUT_LE_INDEX_SELECT")),
-            lo=_table(cdp, "LO", _index_select(info, "LUT_LO_INDEX_SELECT")),
+            le=_table(cdp, "LE", decode(info, "LUT_LE_INDEX_SELECT") if le_used else 0),
+            lo=_table(cdp, "LO", decode(info, "LUT_LO_INDEX_SELECT")),
         )
 
 
@@ -92,6 +109,21 @@ def _index_select(info: RegValue, name: str) -> int:
     if v > 0x1F:
         raise info.fail(name, f"{v:#x} is not a 6-bit signed shift (-32..31)")
     return v
+
+
+def _index_select16(info: RegValue, name: str) -> int:
+    """int16 (cmod ``lookup_lut``): bit 6 is the sign (-64..63). The cmod's remainder ``x % (1 << sel)`` is
+    a 32-bit C shift and a left shift by 64 is undefined too, so only -63..31 have a defined result."""
+    v = getattr(info, name)
+    sel = (v & 0x7F) - 0x80 if v & 0x40 else v
+    if not -63 <= sel <= 31:
+        raise info.fail(name, f"{v:#x} is a shift of {sel}, outside -63..31 where the cmod's int16 LUT is defined")
+    return sel
+
+
+def _index_select_fp16(info: RegValue, name: str) -> int:
+    """fp16 (cmod ``HLS_CDP_lookup_lut``): the whole byte as int8, a power-of-two scale in C floats."""
+    return int(sign_extend(getattr(info, name), 8))
 
 
 def _table(cdp: RegView, t: str, index_select: int) -> Table:
@@ -114,26 +146,29 @@ class Lrn:
     normalz_len: int  # NORMALZ_LEN field: window of 2*(len+1)+1 channels
     sqsum_bypass: bool
     mul_bypass: bool
-    datin_offset: int  # int8 (the low byte of DATIN_OFFSET)
+    datin_offset: int  # int8: the low byte of DATIN_OFFSET; int16: all 16 bits (signed)
     datin_scale: int  # int16
     datin_shift: int  # 0..31
-    datout_offset: int  # 25-bit signed
+    datout_offset: int  # int8: 25-bit signed; int16: 32-bit signed
     datout_scale: int  # int16
     datout_shift: int  # 0..63
+    nan_to_zero: bool = False  # fp16 only
 
     @classmethod
-    def from_view(cls, cdp: RegView) -> "Lrn":
+    def from_view(cls, cdp: RegView, dtype: str = "int8") -> "Lrn":
         bypass = cdp.D_FUNC_BYPASS
+        wide = dtype != "int8"
         return cls(
             normalz_len=cdp.D_LRN_CFG.NORMALZ_LEN,
             sqsum_bypass=bool(bypass.SQSUM_BYPASS),
             mul_bypass=bool(bypass.MUL_BYPASS),
-            datin_offset=int(sign_extend(cdp.D_DATIN_OFFSET.DATIN_OFFSET, 8)),
+            datin_offset=int(sign_extend(cdp.D_DATIN_OFFSET.DATIN_OFFSET, 16 if wide else 8)),
             datin_scale=cdp.D_DATIN_SCALE.signed("DATIN_SCALE"),
             datin_shift=cdp.D_DATIN_SHIFTER.DATIN_SHIFTER,
-            datout_offset=int(sign_extend(cdp.D_DATOUT_OFFSET.DATOUT_OFFSET, 25)),
+            datout_offset=int(sign_extend(cdp.D_DATOUT_OFFSET.DATOUT_OFFSET, 32 if wide else 25)),
             datout_scale=cdp.D_DATOUT_SCALE.signed("DATOUT_SCALE"),
             datout_shift=cdp.D_DATOUT_SHIFTER.DATOUT_SHIFTER,
+            nan_to_zero=bool(cdp.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO),
         )
 
 
@@ -148,8 +183,12 @@ def cmod_convert(v: np.ndarray, shift: int, bits: int = INTERP_BITS) -> np.ndarr
     return sat(r, bits)
 
 
-def input_cvt(x: np.ndarray, p: Lrn) -> np.ndarray:
-    return sat(rha((x - p.datin_offset) * p.datin_scale, p.datin_shift), 9)
+#: Widths of x' (input CVT) and of the stored result (output CVT) per integer type.
+CVT_BITS = {"int8": (9, 8), "int16": (17, 16)}
+
+
+def input_cvt(x: np.ndarray, p: Lrn, bits: int = 9) -> np.ndarray:
+    return sat(rha((x - p.datin_offset) * p.datin_scale, p.datin_shift), bits)
 
 
 def square_sum(xc: np.ndarray, channels: int, normalz_len: int) -> np.ndarray:
@@ -258,18 +297,21 @@ def lut_select(lut: Lut, le_val, le_kind, lo_val, lo_kind) -> tuple[np.ndarray, 
     return np.where(use_lo, lo_val, le_val), counts
 
 
-def output_cvt(m: np.ndarray, p: Lrn) -> tuple[np.ndarray, np.ndarray]:
-    """(int8 result, saturation flag) as the HLS IntShiftRightSat: the flag is raised when the rounded,
-    saturated result is more than 1 away from the floor-shifted value."""
+def output_cvt(m: np.ndarray, p: Lrn, bits: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """(int8/int16 result, saturation flag) as the HLS IntShiftRightSat: the flag is raised when the
+    rounded, saturated result is more than 1 away from the floor-shifted value."""
     v = (m - p.datout_offset) * p.datout_scale
-    out = sat(rha(v, p.datout_shift), 8)
+    out = sat(rha(v, p.datout_shift), bits)
     floor = v >> p.datout_shift
     return out, np.abs(floor - out) > 1
 
 
-def lrn(x: np.ndarray, channels: int, p: Lrn, lut: Lut, le_table: np.ndarray, lo_table: np.ndarray) -> tuple[np.ndarray, LutStats]:
-    """LRN of a padded (C_pad, H, W) int8-valued cube; lanes >= ``channels`` are padding."""
-    xc = input_cvt(np.asarray(x, dtype=np.int64), p)
+def lrn(
+    x: np.ndarray, channels: int, p: Lrn, lut: Lut, le_table: np.ndarray, lo_table: np.ndarray, dtype: str = "int8"
+) -> tuple[np.ndarray, LutStats]:
+    """LRN of a padded (C_pad, H, W) int8/int16-valued cube; lanes >= ``channels`` are padding."""
+    in_bits, out_bits = CVT_BITS[dtype]
+    xc = input_cvt(np.asarray(x, dtype=np.int64), p, in_bits)
     xc[channels:] = 0  # padding lanes are fed DATIN_OFFSET, which converts to 0
     s = xc.copy() if p.sqsum_bypass else square_sum(xc, channels, p.normalz_len)
     le_table = np.asarray(le_table, dtype=np.int64)
@@ -281,8 +323,100 @@ def lrn(x: np.ndarray, channels: int, p: Lrn, lut: Lut, le_table: np.ndarray, lo
     lo_val, lo_kind = lookup_linear(s, lo_table, lut.lo)
     r, counts = lut_select(lut, le_val, le_kind, lo_val, lo_kind)
     m = r if p.mul_bypass else r * xc
-    out, saturated = output_cvt(m, p)
+    out, saturated = output_cvt(m, p, out_bits)
     return out, LutStats(saturation=int(saturated.sum()), **counts)
+
+
+# ---- fp16 ------------------------------------------------------------------------------------------
+def _f32(bits: np.ndarray) -> np.ndarray:
+    return (np.asarray(bits, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+
+
+def lookup_fp16(
+    s: np.ndarray, tbl: np.ndarray, t: Table, exp_mode: bool, index_offset: int, flush_exp: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """One fp16 LUT (cmod ``HLS_CDP_lookup_lut``): (FP17 result, classification) for fp32 square sums.
+
+    ``exp_mode``: LE in exponent mode. ``flush_exp``: this is LE in exponent mode (its underflow measures
+    from START + 2^LE_INDEX_OFFSET, an fp32 add)."""
+    tbl = np.asarray(tbl, dtype=np.int64) & 0xFFFF
+    upper = tbl.size - 1
+    start, end = t.start & 0xFFFFFFFF, t.end & 0xFFFFFFFF
+    diff = fp.fp32_sub(s, start).astype(np.int64)
+    f = _f32(diff)
+    under = (f <= 0) | np.isnan(f)
+    if exp_mode:
+        idx = ((diff >> 23) & 0xFF) - 127 - index_offset
+        offset16 = (diff >> 7) & 0xFFFF
+        under = under | (idx < 0)
+        over = ~under & (idx >= upper)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            shifted = np.ldexp(f.astype(np.float64), -t.index_select).astype(np.float32)  # C: float(f / 2^sel)
+            over = ~under & (shifted >= upper)
+            safe = np.where(under | over, np.float32(0), shifted)
+        whole = np.trunc(safe)
+        idx = whole.astype(np.int64)
+        offset16 = ((safe - whole) * np.float32(65536)).astype(np.int64)
+    hit = ~under & ~over
+    i = np.where(hit, idx, 0)
+    l0, l1 = tbl[i], tbl[i + 1]
+    step = fp.fp32_to_fp17(fp.fp32_sub(fp.fp16_to_fp32(l1), fp.fp16_to_fp32(l0)))
+    inside = fp.fp17_add(fp.fp17_mul(step, fp.uint16_to_fp17(offset16)), fp.fp16_to_fp17(l0))
+    if flush_exp:
+        bias = 0 if index_offset <= -127 else int(fp.pow2_fp32(index_offset))
+        below = fp.fp32_sub(s, fp.fp32_add(start, bias))
+    else:
+        below = diff
+    under_val = fp.fp17_add(
+        fp.fp17_mul(fp.fp32_to_fp17(below), fp.fp16_to_fp17(t.uflow_scale & 0xFFFF)), fp.fp16_to_fp17(tbl[0])
+    )
+    over_val = fp.fp17_add(
+        fp.fp17_mul(fp.fp32_to_fp17(fp.fp32_sub(s, end)), fp.fp16_to_fp17(t.oflow_scale & 0xFFFF)),
+        fp.fp16_to_fp17(tbl[upper]),
+    )
+    value = np.where(hit, inside, np.where(under, under_val, over_val)).astype(np.int64)
+    return value, np.where(under, UFLOW, np.where(over, OFLOW, HIT))
+
+
+def _is_nan16(bits: np.ndarray) -> np.ndarray:
+    return ((bits & 0x7C00) == 0x7C00) & ((bits & 0x3FF) != 0)
+
+
+def lrn_fp16(
+    x: np.ndarray, channels: int, p: Lrn, lut: Lut, le_table: np.ndarray, lo_table: np.ndarray
+) -> tuple[np.ndarray, LutStats]:
+    """LRN of a padded (C_pad, H, W) cube of fp16 patterns (module docstring); returns fp16 patterns."""
+    x = np.asarray(x, dtype=np.int64) & 0xFFFF
+    x = np.where(np.arange(x.shape[0])[:, None, None] < channels, x, 0)  # padding lanes are fed +0
+    if p.nan_to_zero:
+        x = np.where(_is_nan16(x), 0, x)
+    x17 = fp.fp16_to_fp17(x).astype(np.int64)
+    x32 = fp.fp17_to_fp32(x17).astype(np.int64)
+    if p.sqsum_bypass:
+        s = x32
+    else:
+        sq = fp.fp32_mul(x32, x32).astype(np.int64)
+        half = 4
+        ext = np.pad(sq, ((half, half), (0, 0), (0, 0)))  # channels outside the cube: +0 squared
+
+        def at(d: int) -> np.ndarray:
+            return ext[half + d : half + d + sq.shape[0]]
+
+        s = fp.fp32_add(fp.fp32_add(at(-1), at(1)), at(0))
+        for d in range(2, p.normalz_len + 2):
+            s = fp.fp32_add(s, fp.fp32_add(at(-d), at(d)))
+        s = s.astype(np.int64)
+    exp_mode = lut.le_function == EXPONENT
+    le_val, le_kind = lookup_fp16(s, le_table, lut.le, exp_mode, lut.le_index_offset, exp_mode)
+    lo_val, lo_kind = lookup_fp16(s, lo_table, lut.lo, False, 0, False)
+    r, counts = lut_select(lut, le_val, le_kind, lo_val, lo_kind)
+    if p.mul_bypass:
+        nan32 = ((x32 & 0x7F800000) == 0x7F800000) & ((x32 & 0x7FFFFF) != 0)
+        m = np.where(nan32, x17, r)
+    else:
+        m = fp.fp17_mul(x17, r)
+    return fp.fp17_to_fp16(m).astype(np.int64), LutStats(saturation=0, **counts)
 
 
 # ---- the engine ----------------------------------------------------------------------------------
@@ -293,8 +427,10 @@ def _check_tables(le: np.ndarray, lo: np.ndarray) -> None:
 
 def run(ctx: OpContext) -> None:
     cdp, rdma = ctx.regs["CDP"], ctx.regs["CDP_RDMA"]
-    check_int8(cdp.D_DATA_FORMAT, "INPUT_DATA_TYPE", "CDP")
-    check_int8(rdma.D_DATA_FORMAT, "INPUT_DATA", "CDP_RDMA")
+    dtype = check_format(cdp.D_DATA_FORMAT, "INPUT_DATA_TYPE", ctx.hw)
+    fetched = check_format(rdma.D_DATA_FORMAT, "INPUT_DATA", ctx.hw)
+    if fetched != dtype:
+        raise rdma.D_DATA_FORMAT.fail("INPUT_DATA", f"CDP_RDMA fetches {fetched}, the CDP core computes {dtype}")
     for view, reg, name in ((rdma, "D_SRC_COMPRESSION_EN", "SRC_COMPRESSION_EN"), (cdp, "D_DST_COMPRESSION_EN", "DST_COMPRESSION_EN")):
         value = getattr(view, reg)
         if getattr(value, name):
@@ -302,15 +438,26 @@ def run(ctx: OpContext) -> None:
     channels = rdma.D_DATA_CUBE_CHANNEL.CHANNEL + 1
     height = rdma.D_DATA_CUBE_HEIGHT.HEIGHT + 1
     width = rdma.D_DATA_CUBE_WIDTH.WIDTH + 1
-    p = Lrn.from_view(cdp)
-    lut = Lut.from_view(cdp)
+    p = Lrn.from_view(cdp, dtype)
+    lut = Lut.from_view(cdp, dtype)
     tables = ctx.lut["CDP"]
     _check_tables(tables["LE"], tables["LO"])
 
-    space, base, layout = feature_cube(ctx.hw, ctx.mem, rdma, "SRC", "D_SRC_DMA_CFG", channels, height, width)
-    x = read_cube(space, base, layout)
-    out, stats = lrn(x, channels, p, lut, tables["LE"], tables["LO"])
-    space, base, out_layout = feature_cube(ctx.hw, ctx.mem, cdp, "DST", "D_DST_DMA_CFG", channels, height, width)
+    space, base, layout = feature_cube(
+        ctx.hw, ctx.mem, rdma, "SRC", "D_SRC_DMA_CFG", channels, height, width, dtype  # type: ignore[arg-type]
+    )
+    x = read_cube(space, base, layout, signed=dtype != "fp16")
+    nan_in = inf_in = nan_out = 0
+    if dtype == "fp16":
+        special = (x & 0x7C00) == 0x7C00
+        nan_in, inf_in = int(_is_nan16(x).sum()), int((special & ((x & 0x3FF) == 0)).sum())
+        out, stats = lrn_fp16(x, channels, p, lut, tables["LE"], tables["LO"])
+        nan_out = int(_is_nan16(out).sum())
+    else:
+        out, stats = lrn(x, channels, p, lut, tables["LE"], tables["LO"], dtype)
+    space, base, out_layout = feature_cube(
+        ctx.hw, ctx.mem, cdp, "DST", "D_DST_DMA_CFG", channels, height, width, dtype  # type: ignore[arg-type]
+    )
     write_cube(space, base, out_layout, out)
 
     ctx.report("CDP", "D_OUT_SATURATION", stats.saturation)
@@ -319,8 +466,9 @@ def run(ctx: OpContext) -> None:
     ctx.report("CDP", "D_PERF_LUT_HYBRID", stats.hybrid)
     ctx.report("CDP", "D_PERF_LUT_LE_HIT", stats.le_hit)
     ctx.report("CDP", "D_PERF_LUT_LO_HIT", stats.lo_hit)
-    for reg in ("D_NAN_INPUT_NUM", "D_INF_INPUT_NUM", "D_NAN_OUTPUT_NUM"):
-        ctx.report("CDP", reg, 0)  # floating-point statistics; always 0 for int8
+    ctx.report("CDP", "D_NAN_INPUT_NUM", nan_in)
+    ctx.report("CDP", "D_INF_INPUT_NUM", inf_in)
+    ctx.report("CDP", "D_NAN_OUTPUT_NUM", nan_out)
     return None
 
 

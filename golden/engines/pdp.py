@@ -1,18 +1,36 @@
-"""PDP: planar pooling (max, min, average) over each channel, int8 (NVDLA_NOTES §4 PDP).
+"""PDP: planar pooling (max, min, average) over each channel, int8, int16 and fp16 (NVDLA_NOTES §4 PDP).
 
-The model follows NVDLA's cmod (``cmod/pdp/NV_NVDLA_pdp.cpp``) and is checked against the nv_small trace
-tests bit for bit:
+The model follows NVDLA's cmod (``cmod/pdp/NV_NVDLA_pdp.cpp``, fp16 in ``cmod/hls_wrapper/pdp_hls_wrapper.cpp``);
+int8 is checked against the nv_small trace tests bit for bit, int16 against nv_full's ``pdp_max_pooling_int16``:
 
 - Input comes from the **PDP_RDMA** registers (base, strides, size, RAM type) when off-flying, or from
   SDP on the fly (``FLYING_MODE=ON_FLYING``, which is 0 in the RDL encoding).
 - Output (ox, oy) covers input columns ``[ox*sw - pad_left, +kw)`` and rows ``[oy*sh - pad_top, +kh)``.
 - MAX/MIN take only the real taps; padding never takes part.
-- AVERAGE accumulates in an int16 line buffer (all sums wrap mod 2^16). A window with ``n`` padded
-  columns adds ``PAD_VALUE_{n}X`` once per real row, and ``m`` padded rows add ``PAD_VALUE_{m}X * kw``;
-  then ``out = rha(rha(t*RECIP_KERNEL_WIDTH, 16)*RECIP_KERNEL_HEIGHT, 16)`` and the low byte is stored.
+- AVERAGE (int8/int16) accumulates in a line buffer of 16 (int8) or 32 (int16) bits, all sums wrapping. A
+  window with ``n`` padded columns adds ``PAD_VALUE_{n}X`` once per real row, and ``m`` padded rows add
+  ``PAD_VALUE_{m}X * kw``; then ``out = rha(rha(t*RECIP_KERNEL_WIDTH, 16)*RECIP_KERNEL_HEIGHT, 16)`` and the
+  low 8 (16) bits are stored. PAD_VALUE_nX are sign-extended from 8/9/10/10/11/11/11 bits (int8) or
+  16/17/18/18/19/19/19 bits (int16), the cmod's ``int_sign_extend``.
+- fp16 converts each input to FP17 and runs the cmod's exact sequence of FP17 operations (``golden.fp``,
+  not IEEE): per window row, ``acc = b0``, then ``acc = acc + b`` for each further real column in order,
+  and after every column ``+ pad_l`` and ``+ pad_r``, which are +0 except at the row's last real column,
+  where the FP17 pattern ``PAD_VALUE_{n}X[16:0]`` goes into the left slot (window padded on the left or on
+  both sides) or the right slot. Rows combine the same way (``acc = row + acc``) with ``pad_t``/``pad_b`` =
+  ``PAD_VALUE_{m}X[16:0] * kw`` in FP17. The sum is multiplied by RECIP_KERNEL_WIDTH then
+  RECIP_KERNEL_HEIGHT (FP17 patterns, firmware 0x7C00 = 1.0, 0x7800 = 0.5, ...) and narrowed to fp16
+  (RNE, overflow saturates to +-65504). MAX/MIN compare fp16 patterns sign-magnitude (+0 > -0, a NaN
+  operand wins). With ``D_NAN_FLUSH_TO_ZERO`` set, NaN inputs read from memory become +0 (not on the fly).
+  ``D_NAN_INPUT_NUM``/``D_INF_INPUT_NUM`` count the fp16 NaN/Inf lanes of every atom PDP_RDMA fetches
+  (split overlaps count again), ``D_NAN_OUTPUT_NUM`` the NaN lanes written.
 - Split-width mode pools each split on its own sub-cube (split i>0 re-reads ``kw - sw`` columns of its
   left neighbour, with no left padding; only the first split pads left and only the last pads right).
   With consistent partial widths (checked here) this equals unsplit pooling.
+
+On the fly, SDP hands over the padded cube (C rounded up to the atom, H, W) it would have written: int8 and
+int16 as int64 arrays of the values, fp16 as a ``np.float16`` array whose bit patterns are the results
+(PDP reads them with ``.view(np.uint16)``, so NaN payloads survive; ``np.uint16`` pattern arrays are
+accepted too). SDP's ``D_DATA_FORMAT.OUT_PRECISION`` must equal PDP's ``INPUT_DATA``.
 
 The layout/DMA helpers at the bottom are shared with ``cdp.py``.
 """
@@ -22,12 +40,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from golden import fp
 from golden.arith import rha, sign_extend
+from golden.config import BYTES_PER_ELEMENT
+from golden.dma import check_format, feature_cube
 from golden.engines import Engine, OpContext, Views, register
 from golden.errors import ConfigError
-from golden.dma import check_int8, feature_cube
 from golden.layout import CubeLayout, read_cube, write_cube
-from golden.regs import RegValue, RegView
+from golden.regs import RegView
 
 #: ``D_OPERATION_MODE_CFG.FLYING_MODE`` (and PDP_RDMA ``D_FLYING_MODE``): 0 ON_FLYING (SDP), 1 OFF_FLYING.
 ON_FLYING, OFF_FLYING = 0, 1
@@ -36,9 +56,17 @@ AVERAGE, MAX, MIN = 0, 1, 2
 METHOD_NAMES = {AVERAGE: "average", MAX: "max", MIN: "min"}
 #: Largest pooling kernel; the KERNEL_WIDTH/HEIGHT fields could encode 16.
 MAX_KERNEL = 8
-#: Width (bits) of the int8 sign extension of PAD_VALUE_1X..7X (cmod ``int_sign_extend`` sign bits 7..10).
-PAD_VALUE_BITS = (8, 9, 10, 10, 11, 11, 11)
-#: ``D_DATA_FORMAT`` encodings.
+#: Width (bits) of the sign extension of PAD_VALUE_1X..7X per data type (cmod ``int_sign_extend`` sign bits
+#: 7..10 for int8, 15..18 for int16).
+PAD_VALUE_BITS = {"int8": (8, 9, 10, 10, 11, 11, 11), "int16": (16, 17, 18, 18, 19, 19, 19)}
+#: Width of the average line buffer (cmod: int16_t for int8, int32_t for int16) and of the stored result.
+ACC_BITS = {"int8": 16, "int16": 32}
+OUT_BITS = {"int8": 8, "int16": 16}
+#: FP17 patterns of kernel widths 1..8 that scale a vertical pad value (cmod ``kernel_width_map``). The
+#: cmod's table ends at 7.0, so an 8-wide kernel reads past it (undefined); 8.0 continues its pattern.
+KERNEL_WIDTH_FP17 = (0x7C00, 0x8000, 0x8200, 0x8400, 0x8500, 0x8600, 0x8700, 0x8800)
+#: Low bits of PAD_VALUE_nX / RECIP_KERNEL_* the fp16 path reads as FP17 (ac_int<17> assignment).
+FP17_MASK = 0x1FFFF
 
 
 # ---- register decoding ---------------------------------------------------------------------------
@@ -55,13 +83,15 @@ class Pooling:
     pad_top: int
     pad_right: int
     pad_bottom: int
-    recip_width: int  # unsigned 0.16 fixed point (17-bit field)
+    recip_width: int  # int: unsigned 0.16 fixed point (17-bit field); fp16: FP17 pattern
     recip_height: int
-    #: PAD_VALUE_1X..7X as the int16 line buffer sees them (index n-1 for n padded taps).
+    #: PAD_VALUE_1X..7X as the line buffer sees them (index n-1 for n padded taps): sign-extended and
+    #: wrapped to ACC_BITS for int8/int16, FP17 patterns for fp16.
     pad_values: tuple[int, ...]
+    dtype: str = "int8"
 
     @classmethod
-    def from_view(cls, pdp: RegView) -> "Pooling":
+    def from_view(cls, pdp: RegView, dtype: str = "int8") -> "Pooling":
         mode = pdp.D_OPERATION_MODE_CFG
         method = mode.POOLING_METHOD
         if method not in METHOD_NAMES:
@@ -76,10 +106,13 @@ class Pooling:
         for name, pad, k in (("PAD_LEFT", pl, kw), ("PAD_RIGHT", pr, kw), ("PAD_TOP", pt, kh), ("PAD_BOTTOM", pb, kh)):
             if pad >= k:
                 raise pads.fail(name, f"padding {pad} is not smaller than the kernel ({k}): a window would hold no data")
-        pad_values = tuple(
-            _pad_value(getattr(pdp, f"D_POOLING_PADDING_VALUE_{n}_CFG"), f"PAD_VALUE_{n}X", bits)
-            for n, bits in enumerate(PAD_VALUE_BITS, start=1)
-        )
+        raw = tuple(getattr(getattr(pdp, f"D_POOLING_PADDING_VALUE_{n}_CFG"), f"PAD_VALUE_{n}X") for n in range(1, 8))
+        if dtype == "fp16":
+            pad_values = tuple(v & FP17_MASK for v in raw)
+        else:
+            pad_values = tuple(
+                _pad_value(v, bits, ACC_BITS[dtype]) for v, bits in zip(raw, PAD_VALUE_BITS[dtype])
+            )
         return cls(
             method=method,
             kernel_width=kw,
@@ -93,6 +126,7 @@ class Pooling:
             recip_width=pdp.D_RECIP_KERNEL_WIDTH.RECIP_KERNEL_WIDTH,
             recip_height=pdp.D_RECIP_KERNEL_HEIGHT.RECIP_KERNEL_HEIGHT,
             pad_values=pad_values,
+            dtype=dtype,
         )
 
 
@@ -103,12 +137,11 @@ def pooled_size(size: int, kernel: int, stride: int, pad_before: int, pad_after:
     return span // stride + 1 if span >= 0 else 0
 
 
-def _pad_value(reg: RegValue, name: str, bits: int) -> int:
-    """PAD_VALUE_nX as the cmod's int_sign_extend leaves it in the int16 accumulator: the sign bit
-    ``bits-1`` is copied upwards, OR-ed with the whole 19-bit field, and the result wraps to 16 bits."""
-    v = getattr(reg, name)
+def _pad_value(v: int, bits: int, acc_bits: int) -> int:
+    """PAD_VALUE_nX as the cmod's int_sign_extend leaves it in the accumulator: the sign bit ``bits-1``
+    is copied upwards, OR-ed with the whole 19-bit field, and the result wraps to ``acc_bits`` bits."""
     ext = ~((1 << bits) - 1) if (v >> (bits - 1)) & 1 else 0
-    return int(sign_extend(ext | v, 16))
+    return int(sign_extend(ext | v, acc_bits))
 
 
 @dataclass(frozen=True)
@@ -186,8 +219,9 @@ def _taps(out_size: int, kernel: int, stride: int, pad_before: int, in_size: int
 
 
 def pool(x: np.ndarray, cfg: Pooling, out_height: int, out_width: int, pad_left: int | None = None) -> np.ndarray:
-    """Pool a (C, H, W) int8-valued cube to (C, out_height, out_width) int8 values, as the PDP does.
+    """Pool a (C, H, W) cube to (C, out_height, out_width) as the PDP does.
 
+    int8/int16: values in, values out (int64). fp16: fp16 bit patterns in and out (int64 holding 16 bits).
     Separable like the hardware: a line operation over kernel columns, then a vertical pass over rows.
     ``pad_left`` overrides the register pad for one split (right padding needs no parameter: it only
     decides how many outputs there are, which the caller passes in).
@@ -200,6 +234,8 @@ def pool(x: np.ndarray, cfg: Pooling, out_height: int, out_width: int, pad_left:
     if not (col_ok.any(axis=1).all() and row_ok.any(axis=1).all()):
         raise ConfigError("PDP.D_POOLING_PADDING_CFG", "a pooling window holds no input data")
     x = x.astype(np.int64, copy=False)
+    if cfg.dtype == "fp16":
+        return _pool_fp16(x, cfg, cols, col_ok, rows, row_ok)
 
     if cfg.method == AVERAGE:
         line = np.zeros(x.shape[:2] + (out_width,), dtype=np.int64)
@@ -213,9 +249,9 @@ def pool(x: np.ndarray, cfg: Pooling, out_height: int, out_width: int, pad_left:
         pad_rows = kh - row_ok.sum(axis=1)
         # Each real row's line result carries PAD_VALUE_{n}X; m padded rows add PAD_VALUE_{m}X * kw.
         pad_sum = (kh - pad_rows)[:, None] * pad_tbl[pad_cols][None, :] + kw * pad_tbl[pad_rows][:, None]
-        acc = sign_extend(total + pad_sum[None, :, :], 16)  # the int16 line buffer wraps
+        acc = sign_extend(total + pad_sum[None, :, :], ACC_BITS[cfg.dtype])  # the line buffer wraps
         avg = rha(rha(acc * cfg.recip_width, 16) * cfg.recip_height, 16)
-        return sign_extend(avg, 8)  # the low byte is stored
+        return sign_extend(avg, OUT_BITS[cfg.dtype])  # the low bits are stored
 
     better = np.maximum if cfg.method == MAX else np.minimum
     worst = np.iinfo(np.int64).min if cfg.method == MAX else np.iinfo(np.int64).max
@@ -226,6 +262,84 @@ def pool(x: np.ndarray, cfg: Pooling, out_height: int, out_width: int, pad_left:
     for ky in range(kh):
         out = better(out, np.where(row_ok[:, ky][:, None], line[:, rows[:, ky], :], worst))
     return out
+
+
+def _pad_slots(ok: np.ndarray, pads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """FP17 pad operands (outputs, taps) of the "before" and "after" slots along one axis.
+
+    The cmod adds both slots after every real tap; they are +0 except at a window's last real tap, where
+    ``pads[n-1]`` (n padded taps) goes into the before slot if the window is padded before its data
+    (alone or on both sides), else into the after slot."""
+    kernel = ok.shape[1]
+    n_pad = kernel - ok.sum(axis=1)
+    last = kernel - 1 - np.argmax(ok[:, ::-1], axis=1)  # last real tap
+    value = np.where(n_pad > 0, np.concatenate([[0], pads])[n_pad], 0)
+    at_last = np.arange(kernel)[None, :] == last[:, None]
+    before = ~ok[:, 0]
+    first = np.where(at_last & before[:, None], value[:, None], 0)
+    second = np.where(at_last & ~before[:, None], value[:, None], 0)
+    return first, second
+
+
+def _pool_fp16(
+    x: np.ndarray, cfg: Pooling, cols: np.ndarray, col_ok: np.ndarray, rows: np.ndarray, row_ok: np.ndarray
+) -> np.ndarray:
+    """fp16 pooling in the cmod's order of FP17 operations (module docstring); x holds fp16 patterns."""
+    kw, kh = cfg.kernel_width, cfg.kernel_height
+    average = cfg.method == AVERAGE
+    pick = fp.fp16_max if cfg.method == MAX else fp.fp16_min
+    if average:
+        x = fp.fp16_to_fp17(x).astype(np.int64)
+        pads = np.array(cfg.pad_values, dtype=np.int64)
+        col_pads = _pad_slots(col_ok, pads)
+        kw_fp17 = KERNEL_WIDTH_FP17[kw - 1]
+        row_pads = _pad_slots(row_ok, fp.fp17_mul(pads, kw_fp17).astype(np.int64))
+
+    def combine(acc: np.ndarray | None, new: np.ndarray, started: np.ndarray, new_first: bool) -> np.ndarray:
+        if acc is None:
+            return new
+        if average:
+            both = fp.fp17_add(new, acc) if new_first else fp.fp17_add(acc, new)
+        else:
+            both = pick(new, acc) if new_first else pick(acc, new)
+        return np.where(started, both.astype(np.int64), new)
+
+    # Line operation (W): acc = acc (op) input, in column order.
+    line: np.ndarray | None = None
+    started = np.zeros(cols.shape[0], dtype=bool)
+    for kx in range(kw):
+        real = col_ok[:, kx]
+        value = combine(line, x[:, :, cols[:, kx]], started, new_first=False)
+        if average:
+            value = fp.fp17_add(value, col_pads[0][:, kx]).astype(np.int64)
+            value = fp.fp17_add(value, col_pads[1][:, kx]).astype(np.int64)
+        line = value if line is None else np.where(real, value, line)
+        started |= real
+    # Stage 0 (H): acc = line row (op) acc, in row order.
+    assert line is not None
+    acc: np.ndarray | None = None
+    started = np.zeros(rows.shape[0], dtype=bool)
+    for ky in range(kh):
+        real = row_ok[:, ky][:, None]
+        value = combine(acc, line[:, rows[:, ky], :], started[:, None], new_first=True)
+        if average:
+            value = fp.fp17_add(value, row_pads[0][:, ky][:, None]).astype(np.int64)
+            value = fp.fp17_add(value, row_pads[1][:, ky][:, None]).astype(np.int64)
+        acc = value if acc is None else np.where(real, value, acc)
+        started |= row_ok[:, ky]
+    assert acc is not None
+    if not average:
+        return acc
+    # Stage 1: sum * recip_w * recip_h in FP17, narrowed to fp16.
+    scaled = fp.fp17_mul(fp.fp17_mul(acc, cfg.recip_width & FP17_MASK), cfg.recip_height & FP17_MASK)
+    return fp.fp17_to_fp16(scaled).astype(np.int64)
+
+
+def nan_inf_counts(bits: np.ndarray) -> tuple[int, int]:
+    """(NaN, Inf) lanes among fp16 patterns (the cmod's D_*_NUM statistics)."""
+    special = (bits & 0x7C00) == 0x7C00
+    nan = special & ((bits & 0x3FF) != 0)
+    return int(nan.sum()), int((special & ~nan).sum())
 
 
 # ---- the engine ----------------------------------------------------------------------------------
@@ -243,8 +357,8 @@ def rdma_needed(views: Views) -> bool:
 
 def run(ctx: OpContext) -> None:
     pdp = ctx.regs["PDP"]
-    check_int8(pdp.D_DATA_FORMAT, "INPUT_DATA", "PDP")
-    pool_cfg = Pooling.from_view(pdp)
+    dtype = check_format(pdp.D_DATA_FORMAT, "INPUT_DATA", ctx.hw)
+    pool_cfg = Pooling.from_view(pdp, dtype)
     channels = pdp.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL + 1
     height = pdp.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT + 1
     width = pdp.D_DATA_CUBE_IN_WIDTH.CUBE_IN_WIDTH + 1
@@ -269,23 +383,27 @@ def run(ctx: OpContext) -> None:
             f"{pool_cfg.pad_bottom} give {want_h} outputs, not {out_height}",
         )
     parts = splits(pdp, pool_cfg, width, out_width)
-    atom = ctx.hw.atom_elements("int8")
+    atom = ctx.hw.atom_elements(dtype)  # type: ignore[arg-type]
+    nan_in = inf_in = 0
 
     if _flying(ctx.regs):
         if len(parts) > 1:
             raise pdp.D_OPERATION_MODE_CFG.fail("SPLIT_NUM", "split-width mode needs input from memory (OFF_FLYING)")
-        x = ctx.flying_input
-        in_layout = CubeLayout(channels, height, width, 0, 0, atom)
-        if x is None or x.shape != (in_layout.padded_channels, height, width):
-            got = None if x is None else x.shape
-            raise pdp.D_DATA_CUBE_IN_WIDTH.fail(
-                "CUBE_IN_WIDTH", f"SDP delivers a cube of shape {got}, PDP expects {(in_layout.padded_channels, height, width)}"
-            )
+        in_layout = CubeLayout(channels, height, width, 0, 0, atom, BYTES_PER_ELEMENT[dtype])
+        x = _flying_input(ctx, pdp, dtype, (in_layout.padded_channels, height, width))
     else:
         rdma = ctx.regs["PDP_RDMA"]
         _check_rdma(rdma, pdp)
-        space, base, in_layout = feature_cube(ctx.hw, ctx.mem, rdma, "SRC", "D_SRC_RAM_CFG", channels, height, width)
-        x = read_cube(space, base, in_layout)
+        space, base, in_layout = feature_cube(
+            ctx.hw, ctx.mem, rdma, "SRC", "D_SRC_RAM_CFG", channels, height, width, dtype  # type: ignore[arg-type]
+        )
+        x = read_cube(space, base, in_layout, signed=dtype != "fp16")
+        if dtype == "fp16":
+            for part in parts:  # every atom the RDMA fetches, split overlaps again
+                nan, inf = nan_inf_counts(x[:, :, part.in_start : part.in_start + part.in_width])
+                nan_in, inf_in = nan_in + nan, inf_in + inf
+            if pdp.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO:
+                x = np.where(((x & 0x7C00) == 0x7C00) & ((x & 0x3FF) != 0), 0, x)
 
     out = np.empty((in_layout.padded_channels, out_height, out_width), dtype=np.int64)
     for part in parts:
@@ -293,11 +411,35 @@ def run(ctx: OpContext) -> None:
         out[:, :, part.out_start : part.out_start + part.out_width] = pool(
             sub, pool_cfg, out_height, part.out_width, part.pad_left
         )
-    space, base, out_layout = feature_cube(ctx.hw, ctx.mem, pdp, "DST", "D_DST_RAM_CFG", channels, out_height, out_width)
+    space, base, out_layout = feature_cube(
+        ctx.hw, ctx.mem, pdp, "DST", "D_DST_RAM_CFG", channels, out_height, out_width, dtype  # type: ignore[arg-type]
+    )
     write_cube(space, base, out_layout, out)
-    for reg in ("D_NAN_INPUT_NUM", "D_INF_INPUT_NUM", "D_NAN_OUTPUT_NUM"):
-        ctx.report("PDP", reg, 0)  # floating-point statistics; always 0 for int8
+    nan_out = nan_inf_counts(out)[0] if dtype == "fp16" else 0
+    ctx.report("PDP", "D_NAN_INPUT_NUM", nan_in)
+    ctx.report("PDP", "D_INF_INPUT_NUM", inf_in)
+    ctx.report("PDP", "D_NAN_OUTPUT_NUM", nan_out)
     return None
+
+
+def _flying_input(ctx: OpContext, pdp: RegView, dtype: str, shape: tuple[int, int, int]) -> np.ndarray:
+    """The cube SDP hands over (module docstring: int64 values, or fp16 patterns in a float16 array)."""
+    fmt = pdp.D_DATA_FORMAT
+    sdp = ctx.regs.get("SDP")
+    if sdp is not None:
+        sent = sdp.D_DATA_FORMAT.OUT_PRECISION
+        if sent != fmt.INPUT_DATA:
+            raise fmt.fail(
+                "INPUT_DATA", f"{fmt.INPUT_DATA}, but SDP sends D_DATA_FORMAT.OUT_PRECISION={sent} on the fly"
+            )
+    x = ctx.flying_input
+    if x is None or x.shape != shape:
+        got = None if x is None else x.shape
+        raise pdp.D_DATA_CUBE_IN_WIDTH.fail("CUBE_IN_WIDTH", f"SDP delivers a cube of shape {got}, PDP expects {shape}")
+    half = x.dtype in (np.float16, np.uint16)
+    if half != (dtype == "fp16"):
+        raise fmt.fail("INPUT_DATA", f"{dtype} pooling, but SDP delivers a {x.dtype} cube")
+    return x.view(np.uint16).astype(np.int64) if half else x.astype(np.int64)
 
 
 def _check_rdma(rdma: RegView, pdp: RegView) -> None:

@@ -1,7 +1,9 @@
-"""Reference math for CDP (local response normalisation), int8 path.
+"""Reference math for CDP (local response normalisation), int8 and int16 paths (fp16: ``cdp_fp16``).
 
 Rules: NVDLA_NOTES.md section 4 "CDP / LRN" (cmod ``cmod/cdp/NV_NVDLA_cdp.cpp``
-``lookup_lut_int8`` and ``convert``, ``cmod/hls/cdp_libs/cdp_icvt.cpp``, ``cdp_ocvt.cpp``).
+``lookup_lut_int8``, ``lookup_lut`` (int16) and ``convert``, ``cmod/hls/cdp_libs/cdp_icvt.cpp``,
+``cdp_ocvt.cpp``).  int16 differs from int8 only in widths: x' is 17-bit (DATIN_OFFSET 16-bit),
+the output 16-bit (DATOUT_OFFSET 32-bit), the index selects 7-bit signed.
 
 The cmod computes the LUT in int64.  Where an int64 intermediate would overflow, or a
 native shift count reaches the operand width, the cmod's result is undefined C and the
@@ -162,11 +164,21 @@ def _exp_table(s: int, table: list[int], start: int, end: int, offset: int,
     return "hit", sat(y0 + _cv((y1 - y0) * fraction, FRACTION_BITS), 16)
 
 
-def cdp_lut_lookup(s: int, lut: CdpLut) -> int:
-    """CDP LUT result (int16) for a square sum ``s`` (``lookup_lut_int8``).
+def _select16(name: str, v: int) -> int:
+    """int16 index select: 7-bit signed; the cmod's ``1 << sel`` remainder is a 32-bit C shift and a
+    left shift by 64 is undefined, so only -63..31 are defined."""
+    v = check_signed(name, v, 7)
+    if not -63 <= v <= 31:
+        raise OutsideCmodDomain(f"CDP LUT: int16 {name}={v} outside -63..31")
+    return v
+
+
+def cdp_lut_lookup(s: int, lut: CdpLut, precision: str = "int8") -> int:
+    """CDP LUT result (int16) for a square sum ``s`` (``lookup_lut_int8`` / ``lookup_lut``).
 
     Both tables are evaluated; both underflow -> UFLOW_PRIORITY, both overflow ->
     OFLOW_PRIORITY, exactly one hit -> that table, otherwise HYBRID_PRIORITY.
+    ``precision`` "int16" reads the index selects as 7-bit signed (LE's only in linear mode).
     """
     s = int(s)
     le_table = _table(lut.le_table, LE_DEPTH, "le_table")
@@ -176,8 +188,12 @@ def cdp_lut_lookup(s: int, lut: CdpLut) -> int:
     lo_start = check_signed("lo_start", lut.lo_start, 38)
     lo_end = check_signed("lo_end", lut.lo_end, 38)
     offset = check_signed("le_index_offset", lut.le_index_offset, 8)
-    le_select = check_signed("le_index_select", lut.le_index_select, 6)
-    lo_select = check_signed("lo_index_select", lut.lo_index_select, 6)
+    if precision == "int16":
+        le_select = 0 if _le_is_exp(lut) else _select16("le_index_select", lut.le_index_select)
+        lo_select = _select16("lo_index_select", lut.lo_index_select)
+    else:
+        le_select = check_signed("le_index_select", lut.le_index_select, 6)
+        lo_select = check_signed("lo_index_select", lut.lo_index_select, 6)
     slopes = {
         name: check_signed(name, getattr(lut, name), 16 if name.endswith("scale") else 5)
         for prefix in ("le", "lo")
@@ -209,20 +225,26 @@ def cdp_lut_lookup(s: int, lut: CdpLut) -> int:
     return le_result if chosen == TABLE_LE else lo_result
 
 
-def cdp_input_cvt(x: int, offset: int, scale: int, shift: int) -> int:
-    """CDP input converter: ``sat9(rha((x - DATIN_OFFSET) * DATIN_SCALE, DATIN_SHIFTER))``.
+def cdp_input_cvt(x: int, offset: int, scale: int, shift: int, bits: int = 9) -> int:
+    """CDP input converter: ``sat9(rha((x - DATIN_OFFSET) * DATIN_SCALE, DATIN_SHIFTER))``
+    (int16: ``sat17``, ``bits=17``).
 
-    Offset is the signed low byte, scale signed 16-bit, shift 0..31.
+    Offset is the signed low byte (int16: all 16 bits), scale signed 16-bit, shift 0..31.
     """
-    return sat(rha((int(x) - offset) * scale, shift), 9)
+    return sat(rha((int(x) - offset) * scale, shift), bits)
 
 
-def cdp_output_cvt(v: int, offset: int, scale: int, shift: int) -> int:
-    """CDP output converter: ``sat8(rha((v - DATOUT_OFFSET) * DATOUT_SCALE, DATOUT_SHIFTER))``.
+def cdp_output_cvt(v: int, offset: int, scale: int, shift: int, bits: int = 8) -> int:
+    """CDP output converter: ``sat8(rha((v - DATOUT_OFFSET) * DATOUT_SCALE, DATOUT_SHIFTER))``
+    (int16: ``sat16``, ``bits=16``).
 
-    Offset is signed 25-bit (``[24:0]``), scale signed 16-bit, shift 0..63.
+    Offset is signed 25-bit (``[24:0]``; int16: 32-bit), scale signed 16-bit, shift 0..63.
     """
-    return sat(rha((int(v) - offset) * scale, shift), 8)
+    return sat(rha((int(v) - offset) * scale, shift), bits)
+
+
+# (data bits, x' bits, DATIN_OFFSET bits, DATOUT_OFFSET bits) per precision.
+_LRN_WIDTHS = {"int8": (8, 9, 8, 25), "int16": (16, 17, 16, 32)}
 
 
 def lrn(
@@ -239,8 +261,9 @@ def lrn(
     datout_scale: int = 1,
     datout_shifter: int = 0,
     channel_count: int | None = None,
+    precision: str = "int8",
 ) -> np.ndarray:
-    """CDP int8 LRN of a (C, H, W) cube; returns int64 (C, H, W) in int8 range.
+    """CDP int8/int16 LRN of a (C, H, W) cube; returns int64 (C, H, W) in the data range.
 
     1. ``x' = sat9(rha((x - DATIN_OFFSET) * DATIN_SCALE, DATIN_SHIFTER))``; channels at or
        beyond ``channel_count`` (padding lanes) and outside the cube are fed DATIN_OFFSET,
@@ -251,6 +274,7 @@ def lrn(
     4. ``v = r * x'_c``, or ``r`` if MUL_BYPASS.
     5. ``out = sat8(rha((v - DATOUT_OFFSET) * DATOUT_SCALE, DATOUT_SHIFTER))``.
 
+    ``precision="int16"``: 16-bit data, ``sat17`` x', ``sat16`` output, 16/32-bit offsets.
     ``x`` may include padding lanes: output is computed for every channel of ``x`` (the
     hardware writes padding lanes too); ``channel_count`` (default: all) says how many
     are real.
@@ -262,11 +286,14 @@ def lrn(
     if channel_count is None:
         channel_count = channels
     channel_count = check_range("channel_count", channel_count, 1, channels)
-    datin_offset = check_signed("datin_offset", datin_offset, 8)
+    if precision not in _LRN_WIDTHS:
+        raise ValueError(f"precision={precision!r} must be 'int8' or 'int16'")
+    data_bits, cvt_bits, din_bits, dout_bits = _LRN_WIDTHS[precision]
+    datin_offset = check_signed("datin_offset", datin_offset, din_bits)
     datin_scale = check_signed("datin_scale", datin_scale, 16)
     datin_shifter = check_unsigned("datin_shifter", datin_shifter, 5)
     normalz_len = check_range("normalz_len", normalz_len, 0, 3)
-    datout_offset = check_signed("datout_offset", datout_offset, 25)
+    datout_offset = check_signed("datout_offset", datout_offset, dout_bits)
     datout_scale = check_signed("datout_scale", datout_scale, 16)
     datout_shifter = check_unsigned("datout_shifter", datout_shifter, 6)
     half_window = normalz_len + 1
@@ -277,10 +304,10 @@ def lrn(
             converted = []
             for c in range(channels):
                 if c < channel_count:
-                    raw = check_signed("x", int(data[c, h, w]), 8)
+                    raw = check_signed("x", int(data[c, h, w]), data_bits)
                 else:
                     raw = datin_offset
-                converted.append(cdp_input_cvt(raw, datin_offset, datin_scale, datin_shifter))
+                converted.append(cdp_input_cvt(raw, datin_offset, datin_scale, datin_shifter, cvt_bits))
             for c in range(channels):
                 if sqsum_bypass:
                     square_sum = converted[c]
@@ -289,7 +316,7 @@ def lrn(
                     for j in range(c - half_window, c + half_window + 1):
                         if 0 <= j < channels:
                             square_sum += converted[j] * converted[j]
-                lut_result = cdp_lut_lookup(square_sum, lut)
+                lut_result = cdp_lut_lookup(square_sum, lut, precision)
                 value = lut_result if mul_bypass else lut_result * converted[c]
-                out[c, h, w] = cdp_output_cvt(value, datout_offset, datout_scale, datout_shifter)
+                out[c, h, w] = cdp_output_cvt(value, datout_offset, datout_scale, datout_shifter, data_bits)
     return out

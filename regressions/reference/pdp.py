@@ -1,4 +1,4 @@
-"""Reference math for PDP pooling (int8).
+"""Reference math for PDP pooling (int8 and int16; fp16 is in ``pdp_fp16``).
 
 Rules: NVDLA_NOTES.md section 4 "PDP" (cmod ``cmod/pdp/NV_NVDLA_pdp.cpp``: ``LineOperation``,
 ``PoolingStage0Calc``, ``PoolingStage1Calc``, ``int_sign_extend``).
@@ -12,28 +12,33 @@ import numpy as np
 
 from .arith import check_range, check_signed, check_unsigned, rha, sign_extend
 
-# Bit index of the sign bit the cmod uses for PAD_VALUE_1X..7X (int8 path): widths 8/9/10/10/11/11/11.
-_PAD_SIGN_BIT = (7, 8, 9, 9, 10, 10, 10)
+# Bit index of the sign bit the cmod uses for PAD_VALUE_1X..7X: widths 8/9/10/10/11/11/11 (int8) and
+# 16/17/18/18/19/19/19 (int16).
+_PAD_SIGN_BIT = {"int8": (7, 8, 9, 9, 10, 10, 10), "int16": (15, 16, 17, 17, 18, 18, 18)}
+# (input/output bits, accumulator bits) per precision: the cmod's line buffer is int16_t for int8 data
+# and int32_t for int16 data.
+_WIDTHS = {"int8": (8, 16), "int16": (16, 32)}
 
 
-def pdp_pad_value(raw: int, n: int) -> int:
-    """Value the cmod uses for register ``PAD_VALUE_{n}X`` (int8 path), as an int16.
+def pdp_pad_value(raw: int, n: int, precision: str = "int8") -> int:
+    """Value the cmod uses for register ``PAD_VALUE_{n}X``, as an int16 (int8 path) or int32 (int16).
 
-    The cmod's ``int_sign_extend`` ORs ones above the sign bit (bit 7, 8, 9, 9, 10, 10, 10
-    for n = 1..7) into the raw 19-bit field and stores the result in an ``int16_t``:
+    The cmod's ``int_sign_extend`` ORs ones above the sign bit (int8: bit 7, 8, 9, 9, 10, 10, 10
+    for n = 1..7; int16: 15, 16, 17, 17, 18, 18, 18) into the raw 19-bit field and stores the
+    result in the accumulator type:
 
     * sign bit set: the low ``sign_bit + 1`` bits, sign-extended;
-    * sign bit clear: the raw field itself, wrapped to 16 bits (stray high bits survive).
+    * sign bit clear: the raw field itself, wrapped to the accumulator (stray high bits survive).
 
     For a raw value that fits its width this is plain sign extension.  ``raw`` may be
     given as the 19-bit field or as a negative Python int (its low 19 bits are used).
     """
     n = check_range("n", n, 1, 7)
     field = int(raw) & 0x7FFFF
-    sign_bit = _PAD_SIGN_BIT[n - 1]
+    sign_bit = _PAD_SIGN_BIT[precision][n - 1]
     if (field >> sign_bit) & 1:
         return sign_extend(field, sign_bit + 1)
-    return sign_extend(field, 16)
+    return sign_extend(field, _WIDTHS[precision][1])
 
 
 def pool(
@@ -47,8 +52,9 @@ def pool(
     recip_w: int = 0x10000,
     recip_h: int = 0x10000,
     out_hw: tuple[int, int],
+    precision: str = "int8",
 ) -> np.ndarray:
-    """PDP int8 pooling of a (C, H, W) cube; returns int64 (C, OH, OW) in int8 range.
+    """PDP int8/int16 pooling of a (C, H, W) cube; returns int64 (C, OH, OW) in the data range.
 
     Output (ox, oy) covers input columns ``[ox*sw - pad_left, +kw)`` and rows
     ``[oy*sh - pad_top, +kh)``; ``kernel`` = (kh, kw), ``stride`` = (sh, sw) are actual
@@ -57,10 +63,10 @@ def pool(
     * ``max`` / ``min``: over the valid taps only, padding is ignored.
     * ``avg``: the cmod rule.  Each valid row sums its valid taps and, if n of its kw
       columns are padding, adds ``PAD_VALUE_{n}X``; if m of the kh rows are padding, the
-      total gets ``PAD_VALUE_{m}X * kw`` once.  The accumulator is an int16 in the cmod
-      (it cannot overflow for in-width pad values; wrapping is modelled anyway).  Then
-      ``out = rha(rha(t * RECIP_W, 16) * RECIP_H, 16)`` with unsigned 1.16 reciprocals,
-      and the low byte is stored as a signed int8.
+      total gets ``PAD_VALUE_{m}X * kw`` once.  The accumulator is an int16 (int8 data) or
+      int32 (int16 data) in the cmod (it cannot overflow for in-width pad values; wrapping is
+      modelled anyway).  Then ``out = rha(rha(t * RECIP_W, 16) * RECIP_H, 16)`` with unsigned
+      1.16 reciprocals, and the low 8 (16) bits are stored, signed.
 
     ``pad_values`` are the raw PAD_VALUE_1X..7X fields (see :func:`pdp_pad_value`).
     A window reaching past ``H + pad_bottom`` / ``W + pad_right``, or one with no valid
@@ -71,6 +77,9 @@ def pool(
         raise ValueError("x must be (C, H, W)")
     if method not in ("max", "min", "avg"):
         raise ValueError(f"method={method!r} must be 'max', 'min' or 'avg'")
+    if precision not in _WIDTHS:
+        raise ValueError(f"precision={precision!r} must be 'int8' or 'int16'")
+    data_bits, acc_bits = _WIDTHS[precision]
     channels, height, width = data.shape
     kernel_h, kernel_w = (check_range("kernel", k, 1, 8) for k in kernel)
     stride_h, stride_w = (check_range("stride", s, 1, 16) for s in stride)
@@ -78,7 +87,7 @@ def pool(
     out_h, out_w = (check_range("out_hw", o, 1, 1 << 16) for o in out_hw)
     if len(pad_values) != 7:
         raise ValueError("pad_values must hold PAD_VALUE_1X..7X")
-    pad_by_count = {n: pdp_pad_value(raw, n) for n, raw in enumerate(pad_values, start=1)}
+    pad_by_count = {n: pdp_pad_value(raw, n, precision) for n, raw in enumerate(pad_values, start=1)}
     recip_w = check_unsigned("recip_w", recip_w, 17)
     recip_h = check_unsigned("recip_h", recip_h, 17)
 
@@ -98,7 +107,7 @@ def pool(
             padded_cols = kernel_w - len(cols)
             padded_rows = kernel_h - len(rows)
             for c in range(channels):
-                taps = [check_signed("x", int(data[c, y, xx]), 8) for y in rows for xx in cols]
+                taps = [check_signed("x", int(data[c, y, xx]), data_bits) for y in rows for xx in cols]
                 if method == "max":
                     out[c, oy, ox] = max(taps)
                 elif method == "min":
@@ -111,7 +120,7 @@ def pool(
                             total += pad_by_count[padded_cols]
                     if padded_rows:
                         total += pad_by_count[padded_rows] * kernel_w
-                    total = sign_extend(total, 16)
+                    total = sign_extend(total, acc_bits)
                     average = rha(rha(total * recip_w, 16) * recip_h, 16)
-                    out[c, oy, ox] = sign_extend(average, 8)
+                    out[c, oy, ox] = sign_extend(average, data_bits)
     return out

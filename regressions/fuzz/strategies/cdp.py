@@ -42,9 +42,11 @@ def _edge_bits(hw: HwConfig | None, table: str, edge: str) -> int:
     return low.width + high.width
 
 
-def _lut(draw, hw: HwConfig | None, sum_bits: int, signed_sum: bool) -> ref_cdp.CdpLut:
+def lut(draw, hw: HwConfig | None, sum_bits: int, signed_sum: bool,
+        select_range: tuple[int, int] | None = None) -> ref_cdp.CdpLut:
     """Tables and ``S_LUT_*`` settings, usually spanning the ``sum_bits``-bit range of the square sum
-    (the input itself with SQSUM_BYPASS, then signed) so lookups hit, underflow and overflow alike."""
+    (the input itself with SQSUM_BYPASS, then signed) so lookups hit, underflow and overflow alike.
+    ``select_range``: the index selects' legal range (default: int8's 6-bit signed shift)."""
     entry = signed_range(reg_field(hw, "CDP", "S_LUT_ACCESS_DATA", "LUT_DATA"))
     tables = values(draw, (ref_cdp.LE_DEPTH + ref_cdp.LO_DEPTH,), entry)
     le_exp = draw(st.booleans())
@@ -57,7 +59,7 @@ def _lut(draw, hw: HwConfig | None, sum_bits: int, signed_sum: bool) -> ref_cdp.
     def f(reg: str, name: str, typical=None, signed=True, hi=None, lo=None):
         return draw(field_ints(hw, "CDP", reg, name, signed=signed, typical=typical, lo=lo, hi=hi))
 
-    select_lo, select_hi = signed_bits(INDEX_SELECT_BITS)
+    select_lo, select_hi = select_range if select_range is not None else signed_bits(INDEX_SELECT_BITS)
 
     def select(table: str, depth_bits: int) -> int:
         centre = sum_bits + 1 - depth_bits
@@ -97,12 +99,12 @@ def lrn_layers(draw, hw: HwConfig | None = None) -> programs.LrnLayer:
     sqsum_bypass = bypassed(draw)
     mul_bypass = bypassed(draw)
     sum_bits = 9 if sqsum_bypass else 16 + (2 * normalz_len + 3).bit_length()
-    lut = _lut(draw, hw, sum_bits, signed_sum=sqsum_bypass)
+    table = lut(draw, hw, sum_bits, signed_sum=sqsum_bypass)
     out_bits = 16 if mul_bypass else 25  # LUT result (int16), times x' (9 bits)
     near = 1 << (out_bits - 2)
     datout_scale = f("D_DATOUT_SCALE", "DATOUT_SCALE", signed=True, typical=(-1024, 1024))
     return programs.LrnLayer(
-        x, lut,
+        x, table,
         datin_offset=datin_offset, datin_scale=datin_scale, datin_shifter=datin_shifter,
         normalz_len=normalz_len, sqsum_bypass=sqsum_bypass, mul_bypass=mul_bypass,
         datout_offset=f("D_DATOUT_OFFSET", "DATOUT_OFFSET", signed=True, lo=dout_lo, hi=dout_hi,

@@ -1,0 +1,152 @@
+"""Register programs for int16 and fp16 PDP / CDP operations (nv_full), from the references' parameters.
+
+The 16-bit counterparts of ``regressions.programs.program_pdp`` / ``program_cdp``: the register writes come
+from the compiler's codegen (``emit_pdp`` / ``emit_cdp``, which program int8), with the cube strides of
+2-byte elements and 16-channel atoms, ``D_DATA_FORMAT`` of both units set to the layer's precision and
+``D_NAN_FLUSH_TO_ZERO`` written before the enables. Cubes hold int16 values or fp16 bit patterns.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Sequence
+
+import numpy as np
+
+from compiler.codegen.cdp import emit_cdp
+from compiler.codegen.pack import pack_feature, strides
+from compiler.codegen.pdp import emit_pdp
+from compiler.codegen.program import Cube, RegProgram
+from compiler.hwparams import PdpParams
+from golden.config import HwConfig
+from golden.regs import UNITS
+from regressions.programs import DST_BASE, SRC_BASE, Program
+
+#: ``D_DATA_FORMAT`` encodings.
+PRECISION = {"int8": 0, "int16": 1, "fp16": 2}
+#: The firmware's 1/kernel reciprocals (``kmd/firmware/pdp.c``): 0.16 fixed point, and FP17 for fp16.
+RECIP_INT = (0x10000, 0x8000, 0x5555, 0x4000, 0x3333, 0x2AAA, 0x2492, 0x2000)
+RECIP_FP17 = (0x7C00, 0x7800, 0x7555, 0x7400, 0x7266, 0x7155, 0x7092, 0x7000)
+
+
+@dataclass
+class WidePoolLayer:
+    """An int16/fp16 pooling layer: ``x`` is (C, H, W) int16 values or fp16 bit patterns."""
+
+    x: np.ndarray
+    dtype: str  # "int16" or "fp16"
+    method: str  # "max", "min", "avg"
+    kernel: tuple[int, int]  # (kh, kw)
+    stride: tuple[int, int]  # (sh, sw)
+    pad: tuple[int, int, int, int] = (0, 0, 0, 0)  # top, left, bottom, right
+    pad_values: Sequence[int] = (0,) * 7  # raw PAD_VALUE_1X..7X (fp16: FP17 patterns in the low 17 bits)
+    recip_w: int | None = None  # None: the firmware's value for the kernel width
+    recip_h: int | None = None
+    nan_to_zero: bool = False
+
+    def out_hw(self) -> tuple[int, int]:
+        _, h, w = self.x.shape
+        (kh, kw), (sh, sw), (pt, pl, pb, pr) = self.kernel, self.stride, self.pad
+        return (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
+
+    def recips(self) -> tuple[int, int]:
+        table = RECIP_FP17 if self.dtype == "fp16" else RECIP_INT
+        kh, kw = self.kernel
+        return (table[kw - 1] if self.recip_w is None else self.recip_w,
+                table[kh - 1] if self.recip_h is None else self.recip_h)
+
+
+@dataclass
+class WideLrnLayer:
+    """An int16/fp16 LRN layer: ``x`` as in ``WidePoolLayer``; ``lut`` a ``reference.cdp.CdpLut`` (int16)
+    or ``reference.cdp_fp16.CdpFp16Lut`` (fp16). The CVT fields are unused by fp16."""
+
+    x: np.ndarray
+    dtype: str
+    lut: object
+    normalz_len: int = 0
+    sqsum_bypass: bool = False
+    mul_bypass: bool = False
+    nan_to_zero: bool = False
+    datin_offset: int = 0
+    datin_scale: int = 1
+    datin_shifter: int = 0
+    datout_offset: int = 0
+    datout_scale: int = 1
+    datout_shifter: int = 0
+
+
+def atom_of(hw: HwConfig, dtype: str) -> int:
+    return hw.atom_elements(dtype)  # type: ignore[arg-type]
+
+
+def _cube(base: int, hw: HwConfig, dtype: str, c: int, h: int, w: int) -> Cube:
+    line, surf = strides(c, h, w, atom_of(hw, dtype), 2)
+    return Cube(base, c, h, w, line, surf)
+
+
+def _finish(
+    regs: RegProgram, units: Sequence[tuple[str, str, str]], dtype: str, flush: str, nan_to_zero: bool
+) -> list[tuple[str, int]]:
+    """The codegen's writes with each (unit, register, field) data format set to ``dtype`` and the
+    ``flush`` unit's D_NAN_FLUSH_TO_ZERO written before the first D_OP_ENABLE."""
+    fmt = {UNITS[u].register(r).full_name: UNITS[u].register(r).encode(**{f: PRECISION[dtype]}) for u, r, f in units}
+    flush_write = (UNITS[flush].register("D_NAN_FLUSH_TO_ZERO").full_name, int(nan_to_zero))
+    out: list[tuple[str, int]] = []
+    for name, value in regs.absolute():
+        if name.endswith(".D_OP_ENABLE_0") and flush_write not in out:
+            out.append(flush_write)
+        out.append((name, fmt.get(name, value)))
+    return out
+
+
+def program_pdp_wide(hw: HwConfig, layer: WidePoolLayer) -> Program:
+    """Registers and memory of a PDP operation from memory (one split; see the fuzz module for splits)."""
+    c, h, w = layer.x.shape
+    oh, ow = layer.out_hw()
+    atom = atom_of(hw, layer.dtype)
+    src, dst = _cube(SRC_BASE, hw, layer.dtype, c, h, w), _cube(DST_BASE, hw, layer.dtype, c, oh, ow)
+    p = Program(intr="PDP_0")
+    p.memory.append((SRC_BASE, pack_feature(np.asarray(layer.x, dtype=np.int64), atom, 2)))
+    p.output = (DST_BASE, -(-c // atom) * dst.surface_stride)
+    recip_w, recip_h = layer.recips()
+    prm = PdpParams(layer.method, layer.kernel, layer.stride, layer.pad, tuple(layer.pad_values), recip_w, recip_h)
+    regs = RegProgram(hw)
+    emit_pdp(regs, src, dst, prm)
+    units = (("PDP", "D_DATA_FORMAT", "INPUT_DATA"), ("PDP_RDMA", "D_DATA_FORMAT", "INPUT_DATA"))
+    p.writes = _finish(regs, units, layer.dtype, "PDP", layer.nan_to_zero)
+    return p
+
+
+def _lut_params(lut: object) -> object:
+    """fp16 LUTs have no slope shifts (the cmod ignores them): the codegen writes 0."""
+    if hasattr(lut, "le_slope_uflow_shift"):
+        return lut
+    shifts = {f"{t}_slope_{k}_shift": 0 for t in ("le", "lo") for k in ("uflow", "oflow")}
+    fields = {f.name: getattr(lut, f.name) for f in dataclasses.fields(lut)}  # type: ignore[arg-type]
+    return SimpleNamespace(**fields, **shifts)
+
+
+def program_cdp_wide(hw: HwConfig, layer: WideLrnLayer) -> Program:
+    """Registers and memory of a CDP operation (LUT uploaded through S_LUT_ACCESS_*)."""
+    c, h, w = layer.x.shape
+    atom = atom_of(hw, layer.dtype)
+    src, dst = _cube(SRC_BASE, hw, layer.dtype, c, h, w), _cube(DST_BASE, hw, layer.dtype, c, h, w)
+    p = Program(intr="CDP_0")
+    p.memory.append((SRC_BASE, pack_feature(np.asarray(layer.x, dtype=np.int64), atom, 2)))
+    p.output = (DST_BASE, -(-c // atom) * dst.surface_stride)
+    regs = RegProgram(hw)
+    emit_cdp(regs, src, dst, SimpleNamespace(**{**vars(layer), "lut": _lut_params(layer.lut)}))
+    units = (("CDP", "D_DATA_FORMAT", "INPUT_DATA_TYPE"), ("CDP_RDMA", "D_DATA_FORMAT", "INPUT_DATA"))
+    p.writes = _finish(regs, units, layer.dtype, "CDP", layer.nan_to_zero)
+    return p
+
+
+def expected_bytes(out: np.ndarray, hw: HwConfig, dtype: str) -> bytes:
+    """Output bytes of a (padded C, H, W) result of int16 values or fp16 bits, in the feature layout."""
+    return pack_feature(np.asarray(out, dtype=np.int64), atom_of(hw, dtype), 2)
+
+
+__all__ = ["WideLrnLayer", "WidePoolLayer", "expected_bytes", "program_cdp_wide", "program_pdp_wide",
+           "RECIP_FP17", "RECIP_INT"]
