@@ -11,7 +11,9 @@ from hypothesis.strategies import SearchStrategy
 from golden.config import HwConfig
 
 #: Modules that register properties; importing them fills ``PROPERTIES``.
-MODULES = ("regressions.fuzz.engines", "regressions.fuzz.networks")
+MODULES = ("regressions.fuzz.engines", "regressions.fuzz.networks", "regressions.fuzz.rubik_bdma",
+           "regressions.fuzz.image_batch", "regressions.fuzz.winograd_wcomp", "regressions.fuzz.fp16_conv",
+           "regressions.fuzz.wide_pool_lrn", "regressions.fuzz.fp16_sdp")
 
 
 @dataclass(frozen=True)

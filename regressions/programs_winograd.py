@@ -1,0 +1,235 @@
+"""Register programs for Winograd convolutions and for compressed conv weights (``regressions.programs``
+style: register writes by name plus the memory image, run on ``golden.Dla`` or written as a trace).
+
+* ``program_winograd``: CDMA/CSC/CMAC/CACC in Winograd mode (the way NVDLA's firmware ``conv.c`` programs
+  it: CDMA strides and pads, CSC sees the extended cube with stride/pad 0, 4x4 kernels, PRA truncate) and
+  SDP on the fly in its Winograd mode, writing int8 (int16 for int16 convolutions).
+* ``compress_weights``: turn a program's plain weight stream into WMB / stream / WGS (``reference.wcomp``)
+  and set the registers that read them (WEIGHT_FORMAT, WEIGHT_BYTES, WMB_BYTES, WMB and WGS addresses, and a
+  weight-bank split that leaves the last CBUF bank to the WMB).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler.codegen.pack import pack_feature, strides
+from compiler.codegen.program import RegProgram, pointers
+from golden.config import HwConfig
+from golden.regs import UNITS
+from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, Program
+from regressions.reference import conv_winograd as ref_wg
+from regressions.reference import wcomp as ref_wcomp
+
+WMB_BASE = 0x8280_0000
+WGS_BASE = 0x82C0_0000
+CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+PRECISION = {"int8": 0, "int16": 1}
+BPE = {"int8": 1, "int16": 2}
+#: Winograd CBUF entries: 4x4 pixels x 8 bytes.
+ENTRY = 128
+
+
+@dataclass
+class WinogradLayer:
+    """A Winograd convolution: input cube, pre-transformed weights and the CDMA/CSC/CACC/SDP settings."""
+
+    x: np.ndarray  # (C, H, W) int8/int16 values
+    u: np.ndarray  # (K, Cp*Sy*Sx, 4, 4) pre-transformed weights, Cp = C rounded up to the atom
+    out_hw: tuple[int, int] = (4, 4)  # (OH, OW), multiples of 4
+    stride: tuple[int, int] = (1, 1)  # (Sy, Sx): CDMA channel extension
+    pad: tuple[int, int, int, int] = (1, 1, 1, 1)  # CDMA (top, left, bottom, right)
+    pad_value: int = 0
+    pra_truncate: int = 0
+    clip_truncate: int = 0
+    precision: str = "int8"
+    out_cvt: tuple[int, int, int] = (0, 1, 0)  # SDP output CVT (offset, scale, shift)
+
+    def ext_hw(self) -> tuple[int, int]:
+        """(He, We): the padded, stride-extended input the CSC sees."""
+        _, h, w = self.x.shape
+        (sy, sx), (pt, pl, pb, pr) = self.stride, self.pad
+        return (pt + h + pb) // sy, (pl + w + pr) // sx
+
+
+@dataclass
+class Compression:
+    """How to compress a layer's weights: ``keep`` (one flag per weight element, or empty) stores zero
+    elements explicitly; the rest of the zeros are dropped."""
+
+    keep: np.ndarray
+
+
+def atom(hw: HwConfig, precision: str) -> int:
+    return hw.atom_elements(precision)  # type: ignore[arg-type]
+
+
+def padded_input(layer: WinogradLayer, hw: HwConfig) -> np.ndarray:
+    """The cube with every lane of its atoms, as the CDMA reads it (padding lanes are 0 in memory)."""
+    a = atom(hw, layer.precision)
+    c, h, w = layer.x.shape
+    out = np.zeros((-(-c // a) * a, h, w), dtype=np.int64)
+    out[:c] = layer.x
+    return out
+
+
+def weight_stream(hw: HwConfig, layer: WinogradLayer) -> bytes:
+    """The plain Winograd weight bytes (reference packer), not rounded up."""
+    group = hw.mac_atomic_k_for(layer.precision)  # type: ignore[arg-type]
+    return ref_wg.pack_weights(layer.u, kernel_group=group, precision=layer.precision)
+
+
+def _word(name: str, **fields: int) -> tuple[str, int]:
+    unit, reg = name.split(".")
+    register = UNITS[unit].register(reg)
+    return register.full_name, register.encode(**fields)
+
+
+def program_winograd(hw: HwConfig, layer: WinogradLayer) -> Program:
+    """Winograd conv -> SDP (flying, Winograd mode) -> memory, with uncompressed weights."""
+    prec, bpe = layer.precision, BPE[layer.precision]
+    a = atom(hw, prec)
+    c, h, w = layer.x.shape
+    k, ce = layer.u.shape[:2]
+    oh, ow = layer.out_hw
+    (sy, sx), (pt, pl, pb, pr) = layer.stride, layer.pad
+    he, we = layer.ext_hw()
+    eps = we * ce * bpe // ENTRY
+    bank_entries = hw.cbuf_bank_width * hw.cbuf_bank_depth // ENTRY
+    data_banks = max(1, -(-he * eps // bank_entries))
+    weights = weight_stream(hw, layer)
+    wbytes = -(-len(weights) // ENTRY) * ENTRY
+    line, surf = strides(c, h, w, a, bpe)
+    oline, osurf = strides(k, oh, ow, a, bpe)
+
+    p = Program(intr="SDP_0")
+    p.memory += [(SRC_BASE, pack_feature(layer.x, a, bpe)), (WEIGHT_BASE, weights + bytes(wbytes - len(weights)))]
+    p.output = (DST_BASE, -(-k // a) * osurf)
+    r = RegProgram(hw)
+    pointers(r, "SDP", *CONV_UNITS)
+    # SDP: every stage bypassed, the output converter only, on the fly from CACC in Winograd mode.
+    r.reg("SDP", "D_DATA_CUBE_WIDTH", ow - 1)
+    r.reg("SDP", "D_DATA_CUBE_HEIGHT", oh - 1)
+    r.reg("SDP", "D_DATA_CUBE_CHANNEL", k - 1)
+    r.reg("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE=1, WINOGRAD=1)
+    r.reg("SDP", "D_DATA_FORMAT", PROC_PRECISION=PRECISION[prec], OUT_PRECISION=PRECISION[prec])
+    r.reg("SDP", "D_DP_BS_CFG", BS_BYPASS=1)
+    r.reg("SDP", "D_DP_BN_CFG", BN_BYPASS=1)
+    r.reg("SDP", "D_DP_EW_CFG", EW_BYPASS=1)
+    r.addr("SDP", "D_DST_BASE_ADDR_LOW", DST_BASE)
+    r.reg("SDP", "D_DST_LINE_STRIDE", oline)
+    r.reg("SDP", "D_DST_SURFACE_STRIDE", osurf)
+    r.reg("SDP", "D_DST_DMA_CFG", DST_RAM_TYPE=1)
+    off, scale, shift = layer.out_cvt
+    r.reg("SDP", "D_CVT_OFFSET", off & 0xFFFFFFFF)
+    r.reg("SDP", "D_CVT_SCALE", scale & 0xFFFF)
+    r.reg("SDP", "D_CVT_SHIFT", shift)
+    # CACC, CMAC
+    for unit in ("CACC", "CMAC_A", "CMAC_B"):
+        r.reg(unit, "D_MISC_CFG", CONV_MODE=1, PROC_PRECISION=PRECISION[prec])
+    r.reg("CACC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
+    r.reg("CACC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
+    r.addr("CACC", "D_DATAOUT_ADDR", DST_BASE)
+    r.reg("CACC", "D_LINE_STRIDE", oline)
+    r.reg("CACC", "D_SURF_STRIDE", osurf)
+    r.reg("CACC", "D_CLIP_CFG", CLIP_TRUNCATE=layer.clip_truncate)
+    # CSC: the extended, unpadded, stride-1 problem with 4x4 kernels.
+    misc = dict(CONV_MODE=1, IN_PRECISION=PRECISION[prec], PROC_PRECISION=PRECISION[prec])
+    r.reg("CSC", "D_MISC_CFG", **misc)
+    r.reg("CSC", "D_DATAIN_FORMAT", 0)
+    r.reg("CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=we - 1, DATAIN_HEIGHT_EXT=he - 1)
+    r.reg("CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=ce - 1)
+    r.reg("CSC", "D_ENTRY_PER_SLICE", eps - 1)
+    r.reg("CSC", "D_WEIGHT_FORMAT", 0)
+    r.reg("CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=3, WEIGHT_HEIGHT_EXT=3)
+    r.reg("CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=ce - 1, WEIGHT_KERNEL=k - 1)
+    r.reg("CSC", "D_WEIGHT_BYTES", wbytes)
+    r.reg("CSC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
+    r.reg("CSC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
+    r.reg("CSC", "D_ATOMICS", ow * oh - 1)
+    r.reg("CSC", "D_RELEASE", he - 1)
+    r.reg("CSC", "D_ZERO_PADDING_VALUE", layer.pad_value & 0xFFFF)
+    r.reg("CSC", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=hw.cbuf_bank_number - data_banks - 1)
+    r.reg("CSC", "D_PRA_CFG", PRA_TRUNCATE=layer.pra_truncate)
+    # CDMA: the cube in memory, its padding and stride.
+    r.reg("CDMA", "D_MISC_CFG", **misc)
+    r.reg("CDMA", "D_DATAIN_FORMAT", 0)
+    r.reg("CDMA", "D_DATAIN_SIZE_0", DATAIN_WIDTH=w - 1, DATAIN_HEIGHT=h - 1)
+    r.reg("CDMA", "D_DATAIN_SIZE_1", DATAIN_CHANNEL=c - 1)
+    r.reg("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=we - 1, DATAIN_HEIGHT_EXT=he - 1)
+    r.reg("CDMA", "D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=1)
+    r.addr("CDMA", "D_DAIN_ADDR_LOW_0", SRC_BASE)
+    r.reg("CDMA", "D_LINE_STRIDE", line)
+    r.reg("CDMA", "D_SURF_STRIDE", surf)
+    r.reg("CDMA", "D_DAIN_MAP", LINE_PACKED=1, SURF_PACKED=1)
+    r.reg("CDMA", "D_ENTRY_PER_SLICE", eps - 1)
+    r.reg("CDMA", "D_WEIGHT_FORMAT", 0)
+    r.reg("CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=16 * ce * bpe - 1)
+    r.reg("CDMA", "D_WEIGHT_SIZE_1", WEIGHT_KERNEL=k - 1)
+    r.reg("CDMA", "D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=1)
+    r.addr("CDMA", "D_WEIGHT_ADDR_LOW", WEIGHT_BASE)
+    r.reg("CDMA", "D_WEIGHT_BYTES", wbytes)
+    r.reg("CDMA", "D_CVT_CFG", CVT_EN=0)
+    r.reg("CDMA", "D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
+    r.reg("CDMA", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
+    r.reg("CDMA", "D_ZERO_PADDING_VALUE", layer.pad_value & 0xFFFF)
+    r.reg("CDMA", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=hw.cbuf_bank_number - data_banks - 1)
+    # Enables in the firmware's order: SDP, then CACC, CMAC_A, CMAC_B, CSC, CDMA.
+    for unit in ("SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"):
+        r.reg(unit, "D_OP_ENABLE", 1)
+    p.extend(r)
+    return p
+
+
+def expected_winograd(hw: HwConfig, layer: WinogradLayer) -> np.ndarray:
+    """The reference's output cube (every lane of the output atoms), before packing."""
+    from regressions.reference import sdp as ref_sdp
+
+    a = atom(hw, layer.precision)
+    acc = ref_wg.winograd_conv(
+        padded_input(layer, hw), layer.u, out_hw=layer.out_hw, stride=layer.stride, pad=layer.pad,
+        pad_value=layer.pad_value, pra_truncate=layer.pra_truncate, clip_truncate=layer.clip_truncate,
+        precision=layer.precision,
+    )
+    k = acc.shape[0]
+    full = np.zeros((-(-k // a) * a,) + acc.shape[1:], dtype=np.int64)
+    full[:k] = acc  # CACC delivers 0 past the last kernel; SDP converts those lanes too
+    off, scale, shift = layer.out_cvt
+    return ref_sdp.sdp(full, ref_sdp.SdpParams(cvt_offset=off, cvt_scale=scale, cvt_shift=shift),
+                       out_bits=8 * BPE[layer.precision])
+
+
+# ---- compressed weights ---------------------------------------------------------------------------------------
+def compress_weights(hw: HwConfig, program: Program, raw: bytes, *, kernels: int, precision: str,
+                     keep: np.ndarray | None = None) -> ref_wcomp.Compressed:
+    """Rewrite ``program`` (whose weights at WEIGHT_BASE are ``raw``, ``kernels`` kernels) to read them
+    compressed; returns the three blocks. The weight banks shrink to leave the last CBUF bank to the WMB."""
+    size = BPE[precision]
+    elements = len(raw) // size
+    comp = ref_wcomp.compress(raw, size=size, kernel_group=hw.mac_atomic_k_for(precision),  # type: ignore[arg-type]
+                              elements_per_kernel=elements // kernels,
+                              keep=None if keep is None or len(keep) == 0 else [bool(v) for v in keep])
+    program.memory = [(addr, comp.stream if addr == WEIGHT_BASE else data) for addr, data in program.memory]
+    program.memory += [(WMB_BASE, comp.wmb), (WGS_BASE, comp.wgs)]
+    names = {f"NVDLA_{u}.D_WEIGHT_BYTES_0" for u in ("CDMA", "CSC")}
+    extra = [
+        _word("CDMA.D_WEIGHT_FORMAT", WEIGHT_FORMAT=1), _word("CSC.D_WEIGHT_FORMAT", WEIGHT_FORMAT=1),
+        _word("CDMA.D_WMB_BYTES", WMB_BYTES=len(comp.wmb)), _word("CSC.D_WMB_BYTES", WMB_BYTES=len(comp.wmb)),
+        ("NVDLA_CDMA.D_WMB_ADDR_LOW_0", WMB_BASE), ("NVDLA_CDMA.D_WMB_ADDR_HIGH_0", 0),
+        ("NVDLA_CDMA.D_WGS_ADDR_LOW_0", WGS_BASE), ("NVDLA_CDMA.D_WGS_ADDR_HIGH_0", 0),
+    ]
+    writes = []
+    for name, value in program.writes:
+        if name in names:
+            value = len(comp.stream)
+        elif name in ("NVDLA_CDMA.D_BANK_0", "NVDLA_CSC.D_BANK_0"):
+            bank = UNITS[name.split(".")[0][len("NVDLA_"):]].register("D_BANK")
+            data = bank.field("DATA_BANK").decode(value)
+            value = bank.encode(DATA_BANK=data, WEIGHT_BANK=max(0, hw.cbuf_bank_number - data - 3))
+        elif name.endswith(".D_OP_ENABLE_0") and extra:
+            writes += extra
+            extra = []
+        writes.append((name, value))
+    program.writes = writes
+    return comp
