@@ -15,6 +15,9 @@ Sections and keys (rates are best-of-``repeat``; wall times are one run unless s
   - ``gemm_mac_per_s``: float64 ``a @ b`` in multiply-accumulates per second (FLOP/2);
   - ``golden_conv_mac_per_s``, ``golden_conv_gemm_ratio``: a 56x56x256 -> 256 3x3 direct conv with SDP
     writing int8 on the fly (target ratio >= 0.3);
+  - ``golden_conv_int16_{mac_per_s,gemm_ratio}``: the same layer in int16 on nv_full, full-range values,
+    still exact through float64 GEMM (target ratio >= 0.3); ``golden_conv_fp16_*``: a 28x28x128 -> 64 fp16
+    conv (vectorized emulation of CMAC's aligned products and CACC's float; no target);
   - ``golden_{sdp,pdp,cdp}_elements_per_s``: input elements per second of SDP (BS ALU+MUL+ReLU per
     channel, BN ALU per element, output CVT), PDP (3x3 stride-2 max pool) and CDP (LRN, 5 channels) on a
     128x112x112 int8 cube; ``golden_{sdp,pdp,cdp}_gemm_ratio`` divides by ``gemm_mac_per_s``: elements
@@ -77,6 +80,7 @@ DEFAULT_REGRESS_CMD = "{python} -m regressions.regress --level {level} --jobs {j
 #: Speed targets (issue 6): key -> (comparison, value).
 TARGETS: dict[str, tuple[str, float]] = {
     "golden_conv_gemm_ratio": (">=", 0.3),
+    "golden_conv_int16_gemm_ratio": (">=", 0.3),
     "nv_small_suite_seconds": ("<", 10.0),
     "compile_resnet50_seconds": ("<", 10.0),
     "regress_parallel_speedup": (">=", 1.6),
@@ -97,6 +101,10 @@ class Sizes:
     gemm_n: int
     #: (height, width, channels, kernels, kernel size) of the direct conv.
     conv: tuple[int, int, int, int, int]
+    #: The same for the int16 and fp16 convs (nv_full with deep CBUF banks).
+    conv16: tuple[int, int, int, int, int]
+    #: fp16 conv: emulates CMAC's aligned Booth products per slice (vectorized, but ~1000x the int16 cost).
+    conv_fp16: tuple[int, int, int, int, int]
     #: (channels, height, width) of the SDP/PDP/CDP cube.
     cube: tuple[int, int, int]
     repeat: int
@@ -106,9 +114,11 @@ class Sizes:
     resnet50_configs: tuple[str, ...]
 
 
-FULL = Sizes(gemm_n=2048, conv=(56, 56, 256, 256, 3), cube=(128, 112, 112), repeat=3, rtl_traces=None,
+FULL = Sizes(gemm_n=2048, conv=(56, 56, 256, 256, 3), conv16=(56, 56, 256, 256, 3), conv_fp16=(28, 28, 128, 64, 3),
+             cube=(128, 112, 112), repeat=3, rtl_traces=None,
              zoo_configs=COMPILE_CONFIGS, resnet50_configs=COMPILE_CONFIGS)
-QUICK = Sizes(gemm_n=512, conv=(14, 14, 64, 64, 3), cube=(32, 28, 28), repeat=2, rtl_traces=2,
+QUICK = Sizes(gemm_n=512, conv=(14, 14, 64, 64, 3), conv16=(14, 14, 64, 64, 3), conv_fp16=(14, 14, 32, 32, 3),
+              cube=(32, 28, 28), repeat=2, rtl_traces=2,
               zoo_configs=("nv_small",), resnet50_configs=())
 
 
@@ -206,6 +216,32 @@ def conv_workload(height: int, width: int, channels: int, kernels: int, k: int) 
                     f"conv {height}x{width}x{channels} -> {kernels}, {k}x{k}, nv_small (deep CBUF)")
 
 
+def conv16_workload(precision: str, height: int = 56, width: int = 56, channels: int = 256, kernels: int = 256,
+                    k: int = 3) -> Workload:
+    """Direct conv in int16 or fp16 on nv_full with deep CBUF banks (as the int8 conv: one pass over the
+    layer; SDP writes 16-bit output). int16 values span the whole int16 range, and C*R*S*2^30 < 2^52 keeps
+    float64 GEMM exact (the engine checks that bound and takes exact int64 otherwise); fp16 values are
+    normal numbers in [-2, 2)."""
+    from golden import get_config
+    from regressions.programs_conv_wide import WideConvLayer, program_conv_wide
+
+    hw = get_config("nv_full").derive(cbuf_bank_depth=1 << 14)
+    rng = np.random.default_rng(5)
+    if precision == "int16":
+        x = rng.integers(-(1 << 15), 1 << 15, (channels, height, width))
+        w = rng.integers(-(1 << 15), 1 << 15, (kernels, channels, k, k))
+        layer = WideConvLayer(x=x, w=w, precision="int16", pad=(k // 2, k // 2), clip_truncate=16)
+    else:
+        def fp16_bits(shape: tuple[int, ...]) -> np.ndarray:
+            return rng.uniform(-2, 2, shape).astype(np.float16).view(np.uint16).astype(np.int64)
+
+        layer = WideConvLayer(x=fp16_bits((channels, height, width)), w=fp16_bits((kernels, channels, k, k)),
+                              precision="fp16", pad=(k // 2, k // 2))
+    macs = kernels * channels * k * k * height * width
+    return Workload(hw, program_conv_wide(hw, layer), macs, "MAC",
+                    f"conv {precision} {height}x{width}x{channels} -> {kernels}, {k}x{k}, nv_full (deep CBUF)")
+
+
 def sdp_workload(c: int, h: int, w: int) -> Workload:
     """SDP from memory: X1 (BS) ALU + MUL + ReLU with per-channel operands, X2 (BN) ALU with a
     per-element operand (a residual add), output CVT; counted in input elements."""
@@ -257,6 +293,8 @@ def cdp_workload(c: int, h: int, w: int) -> Workload:
 #: Golden engines measured, and how each builds its workload from the run's sizes.
 ENGINES: dict[str, Callable[[Sizes], Workload]] = {
     "conv": lambda s: conv_workload(*s.conv),
+    "conv_int16": lambda s: conv16_workload("int16", *s.conv16),
+    "conv_fp16": lambda s: conv16_workload("fp16", *s.conv_fp16),
     "sdp": lambda s: sdp_workload(*s.cube),
     "pdp": lambda s: pdp_workload(*s.cube),
     "cdp": lambda s: cdp_workload(*s.cube),
@@ -446,7 +484,7 @@ def section_golden(b: Bench) -> None:
         workloads[name] = wl.describe
         b.say(f"{wl.describe} ...")
         rate = wl.work / engine_seconds(wl, s.repeat)
-        key = "golden_conv_mac_per_s" if name == "conv" else f"golden_{name}_elements_per_s"
+        key = f"golden_{name}_mac_per_s" if name.startswith("conv") else f"golden_{name}_elements_per_s"
         r[key] = rate
         r[f"golden_{name}_gemm_ratio"] = rate / gemm
         target = TARGETS.get(f"golden_{name}_gemm_ratio")

@@ -98,12 +98,14 @@ def entries_per_slice(c: int, w: int) -> int:
     return (atoms // 4) * w + {0: 0, 1: (w + 3) // 4, 2: (w + 1) // 2, 3: w}[atoms % 4]
 
 
-#: nvdlav1 CBUF: 128-byte entries, 256 per bank.
-CBUF_ENTRIES_PER_BANK = 256
+#: nvdlav1 CBUF entries are 128 bytes (four 32-byte atoms); nv_full's 32 KiB banks hold 256 of them.
+CBUF_ENTRY_BYTES = 128
 
 
-def data_banks(c: int, h: int, w: int) -> int:
-    return -(-h * entries_per_slice(c, w) // CBUF_ENTRIES_PER_BANK)
+def data_banks(c: int, h: int, w: int, hw: HwConfig | None = None) -> int:
+    """Banks the input occupies; ``hw`` sizes the bank (a derived config may have deeper banks)."""
+    per_bank = (hw.cbuf_bank_width * hw.cbuf_bank_depth if hw else 32 * 1024) // CBUF_ENTRY_BYTES
+    return -(-h * entries_per_slice(c, w) // per_bank)
 
 
 def weight_fetch_bytes(k: int, c: int, r: int, s: int) -> int:
@@ -122,7 +124,7 @@ def program_conv_wide(hw: HwConfig, layer: WideConvLayer) -> Program:
     oh, ow = layer.output_hw()
     (sy, sx), (dy, dx), (pt, pl) = layer.stride, layer.dilation, layer.pad
     proc, src = _PRECISION[layer.precision], _PRECISION[layer.source_precision]
-    eps, banks = entries_per_slice(c, w), data_banks(c, h, w)
+    eps, banks = entries_per_slice(c, w), data_banks(c, h, w, hw)
     wbytes = pack_weights16(layer.w, hw)
     wsize = weight_fetch_bytes(k, c, r, s)
     line, surf = w * atom * BPE, h * w * atom * BPE
