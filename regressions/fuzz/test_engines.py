@@ -8,44 +8,26 @@ core). Every failure saved in ``regressions/found`` runs first, as an ``@example
 """
 from __future__ import annotations
 
-import os
 
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
 
 from golden import PRESETS, get_config
-from regressions.fuzz import engines, found
+from regressions.fuzz import engines
 from regressions.fuzz.properties import PROPERTIES, Property
+from regressions.fuzz.testing import property_test, scaled
 
 pytestmark = pytest.mark.reference
 
-SCALE = int(os.environ.get("DLA_FUZZ_EXAMPLES", "100")) / 100
-FUZZ_SEED = os.environ.get("FUZZ_SEED", "").strip()
 #: Examples per preset at the default scale: about 1-2 s per (property, preset).
 BASE_EXAMPLES = {"sdp": 200, "pdp": 200, "sdp_y": 100, "conv": 60, "cdp": 60}
 
 PAIRS = [(prop, config) for prop in engines.ENGINE_PROPERTIES for config in prop.configs]
 
 
-def property_test(prop: Property, config: str, max_examples: int):
-    """The hypothesis test of one property on one preset, with the saved failures as ``@example``s."""
-    hw = get_config(config)
-
-    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=not FUZZ_SEED,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.filter_too_much, HealthCheck.large_base_example])
-    @given(example=prop.strategy(hw))
-    def test(example) -> None:
-        prop.check(hw, example)
-
-    if FUZZ_SEED:
-        test = seed(int(FUZZ_SEED, 0))(test)
-    return found.with_found_examples(test, PROPERTIES, prop.name, config)
-
 
 @pytest.mark.parametrize("prop,config", PAIRS, ids=[f"{p.name}-{c}" for p, c in PAIRS])
 def test_golden_equals_reference(prop: Property, config: str) -> None:
-    property_test(prop, config, max(1, round(BASE_EXAMPLES.get(prop.name, 30) * SCALE)))()
+    property_test(prop, config, scaled(BASE_EXAMPLES.get(prop.name, 30)))()
 
 
 def test_every_engine_property_is_registered_with_its_program() -> None:

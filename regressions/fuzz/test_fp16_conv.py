@@ -8,45 +8,28 @@ saved in ``regressions/found`` run first, as ``@example``s.
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
 
 from golden import Dla, get_config
-from regressions.fuzz import found, fp16_conv, serialize
-from regressions.fuzz.properties import PROPERTIES, Property, load
+from regressions.fuzz import fp16_conv, serialize
+from regressions.fuzz.properties import Property, load
 from regressions.programs_conv_wide import WideConvLayer
+from regressions.fuzz.testing import property_test, scaled
 
 pytestmark = pytest.mark.reference
 
-SCALE = int(os.environ.get("DLA_FUZZ_EXAMPLES", "100")) / 100
-FUZZ_SEED = os.environ.get("FUZZ_SEED", "").strip()
 #: Examples at the default scale (the fp16 reference multiplies through the Booth tree in Python).
 BASE_EXAMPLES = {"conv_fp16": 150, "conv_int16": 150}
 
 PAIRS = [(prop, config) for prop in fp16_conv.WIDE_CONV_PROPERTIES for config in prop.configs]
 
 
-def property_test(prop: Property, config: str, max_examples: int):
-    hw = get_config(config)
-
-    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=not FUZZ_SEED,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.filter_too_much, HealthCheck.large_base_example])
-    @given(example=prop.strategy(hw))
-    def test(example) -> None:
-        prop.check(hw, example)
-
-    if FUZZ_SEED:
-        test = seed(int(FUZZ_SEED, 0))(test)
-    return found.with_found_examples(test, PROPERTIES, prop.name, config)
-
 
 @pytest.mark.parametrize("prop,config", PAIRS, ids=[f"{p.name}-{c}" for p, c in PAIRS])
 def test_golden_equals_reference(prop: Property, config: str) -> None:
-    property_test(prop, config, max(1, round(BASE_EXAMPLES[prop.name] * SCALE)))()
+    property_test(prop, config, scaled(BASE_EXAMPLES[prop.name]))()
 
 
 def test_properties_are_registered_on_nv_full_with_programs() -> None:

@@ -6,46 +6,29 @@ the example counts (about 10 s at the default). Saved failures in ``regressions/
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
 
 from golden import get_config
-from regressions.fuzz import fp16_sdp, found, serialize
+from regressions.fuzz import fp16_sdp, serialize
 from regressions.fuzz.properties import PROPERTIES, Property, load
 from regressions.programs_fp16 import SdpFp16Layer
 from regressions.reference import sdp_fp16 as ref
+from regressions.fuzz.testing import property_test, scaled
 
 pytestmark = pytest.mark.reference
 
-SCALE = int(os.environ.get("DLA_FUZZ_EXAMPLES", "100")) / 100
-FUZZ_SEED = os.environ.get("FUZZ_SEED", "").strip()
 #: Examples per property at the default scale (about 4 s each).
 BASE_EXAMPLES = {"sdp_fp16": 200, "sdp_y_fp16": 100}
 
 PAIRS = [(prop, config) for prop in fp16_sdp.FP16_PROPERTIES for config in prop.configs]
 
 
-def property_test(prop: Property, config: str, max_examples: int):
-    hw = get_config(config)
-
-    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=not FUZZ_SEED,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.filter_too_much, HealthCheck.large_base_example])
-    @given(example=prop.strategy(hw))
-    def test(example) -> None:
-        prop.check(hw, example)
-
-    if FUZZ_SEED:
-        test = seed(int(FUZZ_SEED, 0))(test)
-    return found.with_found_examples(test, PROPERTIES, prop.name, config)
-
 
 @pytest.mark.parametrize("prop,config", PAIRS, ids=[f"{p.name}-{c}" for p, c in PAIRS])
 def test_golden_equals_fp16_reference(prop: Property, config: str) -> None:
-    property_test(prop, config, max(1, round(BASE_EXAMPLES[prop.name] * SCALE)))()
+    property_test(prop, config, scaled(BASE_EXAMPLES[prop.name]))()
 
 
 def test_properties_are_registered_and_loaded() -> None:

@@ -6,43 +6,27 @@ scales the example counts (the default file takes about 30 s on one core). Saved
 """
 from __future__ import annotations
 
-import os
 
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import HealthCheck, given, settings
 
 from golden import PRESETS, get_config
-from regressions.fuzz import found, image_batch, serialize
-from regressions.fuzz.properties import PROPERTIES, Property, load
+from regressions.fuzz import image_batch, serialize
+from regressions.fuzz.properties import Property, load
+from regressions.fuzz.testing import property_test, scaled
 
 pytestmark = pytest.mark.reference
 
-SCALE = int(os.environ.get("DLA_FUZZ_EXAMPLES", "100")) / 100
-FUZZ_SEED = os.environ.get("FUZZ_SEED", "").strip()
 #: Examples per preset at the default scale.
 BASE_EXAMPLES = {"conv_image": 40, "conv_batch": 40}
 
 PAIRS = [(prop, config) for prop in image_batch.IMAGE_BATCH_PROPERTIES for config in prop.configs]
 
 
-def property_test(prop: Property, config: str, max_examples: int):
-    hw = get_config(config)
-
-    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=not FUZZ_SEED,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.filter_too_much, HealthCheck.large_base_example])
-    @given(example=prop.strategy(hw))
-    def test(example) -> None:
-        prop.check(hw, example)
-
-    if FUZZ_SEED:
-        test = seed(int(FUZZ_SEED, 0))(test)
-    return found.with_found_examples(test, PROPERTIES, prop.name, config)
-
 
 @pytest.mark.parametrize("prop,config", PAIRS, ids=[f"{p.name}-{c}" for p, c in PAIRS])
 def test_golden_equals_reference(prop: Property, config: str) -> None:
-    property_test(prop, config, max(1, round(BASE_EXAMPLES[prop.name] * SCALE)))()
+    property_test(prop, config, scaled(BASE_EXAMPLES[prop.name]))()
 
 
 def test_properties_are_registered_with_programs() -> None:

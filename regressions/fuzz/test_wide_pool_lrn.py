@@ -9,46 +9,29 @@ first, as an ``@example``.
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import HealthCheck, given, settings
 
 from golden import get_config
-from regressions.fuzz import found, serialize, wide_pool_lrn
+from regressions.fuzz import serialize, wide_pool_lrn
 from regressions.fuzz.properties import PROPERTIES, Property, load
 from regressions.reference.arith import OutsideCmodDomain
+from regressions.fuzz.testing import property_test, scaled
 
 pytestmark = pytest.mark.reference
 
-SCALE = int(os.environ.get("DLA_FUZZ_EXAMPLES", "100")) / 100
-FUZZ_SEED = os.environ.get("FUZZ_SEED", "").strip()
 #: Examples at the default scale (about 10, 30, 70 and 50 ms each).
 BASE_EXAMPLES = {"pdp_int16": 300, "pdp_fp16": 250, "cdp_int16": 100, "cdp_fp16": 120}
 
 PAIRS = [(prop, config) for prop in wide_pool_lrn.WIDE_PROPERTIES for config in prop.configs]
 
 
-def property_test(prop: Property, config: str, max_examples: int):
-    """The hypothesis test of one property on one preset, with the saved failures as ``@example``s."""
-    hw = get_config(config)
-
-    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=not FUZZ_SEED,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.filter_too_much, HealthCheck.large_base_example])
-    @given(example=prop.strategy(hw))
-    def test(example) -> None:
-        prop.check(hw, example)
-
-    if FUZZ_SEED:
-        test = seed(int(FUZZ_SEED, 0))(test)
-    return found.with_found_examples(test, PROPERTIES, prop.name, config)
-
 
 @pytest.mark.parametrize("prop,config", PAIRS, ids=[f"{p.name}-{c}" for p, c in PAIRS])
 def test_golden_equals_reference(prop: Property, config: str) -> None:
-    property_test(prop, config, max(1, round(BASE_EXAMPLES[prop.name] * SCALE)))()
+    property_test(prop, config, scaled(BASE_EXAMPLES[prop.name]))()
 
 
 def test_properties_are_registered_for_nv_full_with_programs() -> None:

@@ -7,45 +7,29 @@ failure saved in ``regressions/found`` runs first, as an ``@example``.
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import HealthCheck, given, settings
 
 from golden import PRESETS, ConfigError, Dla, UnsupportedError, get_config
-from regressions.fuzz import found, serialize, winograd_wcomp
+from regressions.fuzz import serialize, winograd_wcomp
 from regressions.fuzz.properties import PROPERTIES, Property
 from regressions.fuzz.strategies.conv_winograd import WcompExample
+from regressions.fuzz.testing import property_test, scaled
 
 pytestmark = pytest.mark.reference
 
-SCALE = int(os.environ.get("DLA_FUZZ_EXAMPLES", "100")) / 100
-FUZZ_SEED = os.environ.get("FUZZ_SEED", "").strip()
 #: Examples per preset at the default scale.
 BASE_EXAMPLES = {"conv_winograd": 50, "conv_wcomp": 40}
 
 PAIRS = [(prop, config) for prop in winograd_wcomp.WINOGRAD_WCOMP_PROPERTIES for config in prop.configs]
 
 
-def property_test(prop: Property, config: str, max_examples: int):
-    hw = get_config(config)
-
-    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=not FUZZ_SEED,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.filter_too_much, HealthCheck.large_base_example])
-    @given(example=prop.strategy(hw))
-    def test(example) -> None:
-        prop.check(hw, example)
-
-    if FUZZ_SEED:
-        test = seed(int(FUZZ_SEED, 0))(test)
-    return found.with_found_examples(test, PROPERTIES, prop.name, config)
-
 
 @pytest.mark.parametrize("prop,config", PAIRS, ids=[f"{p.name}-{c}" for p, c in PAIRS])
 def test_golden_equals_reference(prop: Property, config: str) -> None:
-    property_test(prop, config, max(1, round(BASE_EXAMPLES[prop.name] * SCALE)))()
+    property_test(prop, config, scaled(BASE_EXAMPLES[prop.name]))()
 
 
 def test_properties_are_registered_on_the_presets_with_the_feature() -> None:
