@@ -37,6 +37,25 @@ def dma_address(hw: HwConfig, view: RegView, name: str, suffix: str = "") -> int
     return dma_bytes(hw, (view.word(f"{name}_HIGH{suffix}") << 32) | view.word(f"{name}_LOW{suffix}"))
 
 
+#: The conv pipeline's units, in the order their precision fields are checked.
+CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+
+
+def conv_precisions(regs, with_input: tuple[str, ...] = ("CDMA", "CSC")) -> list[tuple[str, RegValue, str, str]]:
+    """``(dtype, D_MISC_CFG view, field, unit)`` of every conv unit's PROC_PRECISION (and IN_PRECISION of the
+    units in ``with_input``), in unit order; a reserved encoding is a ConfigError naming the field. Direct,
+    Winograd and image convolution each judge the combinations themselves."""
+    out = []
+    for unit in CONV_UNITS:
+        misc = regs[unit].D_MISC_CFG
+        for name in ("IN_PRECISION", "PROC_PRECISION") if unit in with_input else ("PROC_PRECISION",):
+            code = getattr(misc, name)
+            if code not in DATA_FORMATS:
+                raise misc.fail(name, f"reserved precision encoding {code}")
+            out.append((DATA_FORMATS[code], misc, name, unit))
+    return out
+
+
 def check_format(reg: RegValue, name: str, hw: HwConfig | None = None) -> str:
     """The data type a D_DATA_FORMAT-style field selects ("int8", "int16" or "fp16").
 

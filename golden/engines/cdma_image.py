@@ -49,7 +49,7 @@ import numpy as np
 
 from golden.arith import sign_extend
 from golden.config import HwConfig
-from golden.dma import dma_address, dma_bytes, ram_space
+from golden.dma import DATA_FORMATS, conv_precisions, dma_address, dma_bytes, ram_space
 from golden.engines import OpContext
 from golden.engines.conv import (
     ConvGeometry,
@@ -64,7 +64,7 @@ from golden.memory import AddressSpace
 from golden.regs import RegValue, RegView
 
 #: D_MISC_CFG precision encodings.
-_PRECISIONS = {0: "int8", 1: "int16", 2: "fp16"}
+_PRECISIONS = DATA_FORMATS
 _BPE = {"int8": 1, "int16": 2}
 #: CACC assembles 48-bit sums and delivers 32 bits (cmod FAIL beyond).
 _CACC_MAX_TRUNCATE = 16
@@ -188,14 +188,7 @@ def _precisions(regs: dict[str, RegView]) -> tuple[str, str]:
     """(datapath, CDMA input) precision names; every unit's PROC_PRECISION (and CSC's IN_PRECISION) must agree."""
     cdma = regs["CDMA"].D_MISC_CFG
     found: list[tuple[str, RegValue, str]] = []
-    for unit in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"):
-        misc = regs[unit].D_MISC_CFG
-        names = ("IN_PRECISION", "PROC_PRECISION") if unit == "CSC" else ("PROC_PRECISION",)
-        for name in names:
-            code = getattr(misc, name)
-            if code not in _PRECISIONS:
-                raise misc.fail(name, f"reserved precision encoding {code}")
-            found.append((_PRECISIONS[code], misc, name))
+    found += [(dtype, misc, name) for dtype, misc, name, _ in conv_precisions(regs, with_input=("CSC",))]
     if cdma.IN_PRECISION not in _PRECISIONS:
         raise cdma.fail("IN_PRECISION", f"reserved precision encoding {cdma.IN_PRECISION}")
     proc, first, first_name = found[0]

@@ -58,7 +58,7 @@ import numpy as np
 
 from golden.arith import rha, sat, sign_extend
 from golden.config import HwConfig
-from golden.dma import dma_address, dma_bytes, ram_space
+from golden.dma import CONV_UNITS, conv_precisions, dma_address, dma_bytes, ram_space
 from golden.engines import Engine, OpContext, conv_wcomp, conv_winograd, register
 from golden.errors import UnsupportedError
 from golden.layout import CubeLayout, read_cube
@@ -284,15 +284,10 @@ def _check_supported(regs: dict[str, RegView], hw: HwConfig) -> str:
     precisions: list[tuple[str, str, str]] = []
     if cdma.D_DATAIN_FORMAT.DATAIN_FORMAT != 0 or csc.D_DATAIN_FORMAT.DATAIN_FORMAT != 0:
         raise UnsupportedError("CDMA", "conv.decode describes feature input; image input is golden.engines.cdma_image")
-    for unit in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"):
-        misc = regs[unit].D_MISC_CFG
-        if misc.CONV_MODE != 0:
+    for unit in CONV_UNITS:
+        if regs[unit].D_MISC_CFG.CONV_MODE != 0:
             raise UnsupportedError(unit, "conv.decode describes direct convolution; Winograd is golden.engines.conv_winograd")
-        for name in ("IN_PRECISION", "PROC_PRECISION") if unit in ("CDMA", "CSC") else ("PROC_PRECISION",):
-            code = getattr(misc, name)
-            if code not in _PRECISIONS:
-                raise misc.fail(name, f"reserved precision encoding {code}")
-            precisions.append((_PRECISIONS[code], misc.where(name), unit))
+    precisions += [(dtype, misc.where(name), unit) for dtype, misc, name, unit in conv_precisions(regs)]
     for dtype, where, unit in precisions:
         if not hw.supports(dtype):  # type: ignore[arg-type]
             raise UnsupportedError(unit, f"{where}={dtype.upper()} but {hw.name} has no {dtype} datapath")

@@ -50,18 +50,16 @@ import numpy as np
 
 from golden.arith import rha, sat, sign_extend
 from golden.config import HwConfig
-from golden.dma import dma_address, dma_bytes, ram_space
+from golden.dma import CONV_UNITS, conv_precisions, dma_address, dma_bytes, ram_space
 from golden.engines import OpContext
 from golden.engines.conv_wcomp import read_weights
 from golden.errors import UnsupportedError
 from golden.layout import CubeLayout, read_cube
 from golden.regs import RegView
 
-#: Units of the conv pipeline, each with its own D_MISC_CFG.CONV_MODE.
-CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+#: D_MISC_CFG.CONV_MODE encodings (each conv unit has its own field).
 CONV_MODE_DIRECT, CONV_MODE_WINOGRAD = 0, 1
-#: D_MISC_CFG precision encodings.
-PRECISIONS = {0: "int8", 1: "int16", 2: "fp16"}
+#: Bytes per element of the Winograd precisions.
 BPE = {"int8": 1, "int16": 2}
 #: A Winograd CBUF entry: 4x4 pixels of 8 bytes (4 int16 / 8 int8 channels).
 ENTRY_BYTES = 128
@@ -156,14 +154,7 @@ class WinogradGeometry:
 
 def _precision(regs: Mapping[str, RegView], hw: HwConfig) -> str:
     """The one precision all units' IN/PROC_PRECISION fields agree on (int8 or int16)."""
-    seen: list[tuple[str, str, str]] = []
-    for unit in CONV_UNITS:
-        misc = regs[unit].D_MISC_CFG
-        for name in ("IN_PRECISION", "PROC_PRECISION") if unit in ("CDMA", "CSC") else ("PROC_PRECISION",):
-            code = getattr(misc, name)
-            if code not in PRECISIONS:
-                raise misc.fail(name, f"reserved precision encoding {code}")
-            seen.append((PRECISIONS[code], misc.where(name), unit))
+    seen = [(dtype, misc.where(name), unit) for dtype, misc, name, unit in conv_precisions(regs)]
     dtype, where, unit = seen[0]
     for other, other_where, other_unit in seen[1:]:
         if other != dtype:
