@@ -1,0 +1,57 @@
+"""Named DUTs (``tb.duts``): names, file list overrides, one-line errors."""
+from __future__ import annotations
+
+import pytest
+
+from tb.duts import DUT_ENV, NAMED_DUTS, DutError, dut_from_env, named_dut
+from tb.runner import REPO
+from tb.suite import RtlOptions, settings_for
+
+
+def test_rtl_is_ours_and_has_no_filelist():
+    assert "rtl" in NAMED_DUTS and named_dut("rtl") is None
+
+
+def test_nvdla_default_path_is_beside_the_clone(monkeypatch):
+    monkeypatch.delenv("DLA_NVDLA_NV_SMALL_FILELIST", raising=False)
+    monkeypatch.delenv("NVDLA_RTL", raising=False)
+    path = (REPO / NAMED_DUTS["nvdla-nv_small"]).resolve()
+    assert path == REPO.parent / "shared" / "nvdla" / "rtl" / "nv_small" / "nv_small.f"
+    if path.is_file():
+        assert named_dut("nvdla-nv_small") == path
+
+
+def test_filelist_env_overrides_and_missing_file_is_one_line(tmp_path, monkeypatch):
+    f = tmp_path / "mine.f"
+    f.write_text("top.v\n")
+    monkeypatch.setenv("DLA_NVDLA_NV_SMALL_FILELIST", str(f))
+    assert named_dut("nvdla-nv_small") == f
+    monkeypatch.setenv("DLA_NVDLA_NV_SMALL_FILELIST", str(tmp_path / "none.f"))
+    with pytest.raises(DutError, match=r"^NVDLA nv_small RTL not found at .*none\.f; set DLA_NVDLA_NV_SMALL_FILELIST$"):
+        named_dut("nvdla-nv_small")
+
+
+def test_nvdla_rtl_root_env(tmp_path, monkeypatch):
+    monkeypatch.delenv("DLA_NVDLA_NV_SMALL_FILELIST", raising=False)
+    (tmp_path / "nv_small").mkdir()
+    (tmp_path / "nv_small" / "nv_small.f").write_text("top.v\n")
+    monkeypatch.setenv("NVDLA_RTL", str(tmp_path))
+    assert named_dut("nvdla-nv_small") == tmp_path / "nv_small" / "nv_small.f"
+
+
+def test_unknown_name_lists_known_ones(monkeypatch):
+    with pytest.raises(DutError, match=r"unknown DUT 'nope' \(known: rtl, nvdla-nv_small\)"):
+        named_dut("nope")
+    monkeypatch.setenv(DUT_ENV, "nope")
+    with pytest.raises(DutError):
+        dut_from_env()
+    monkeypatch.setenv(DUT_ENV, "")
+    assert dut_from_env() == "rtl"
+
+
+def test_named_nvdla_dut_gets_user_rtl_defaults(tmp_path, monkeypatch):
+    f = tmp_path / "nv.f"
+    f.write_text("top.v\n")
+    monkeypatch.setenv("DLA_NVDLA_NV_SMALL_FILELIST", str(f))
+    s = settings_for(RtlOptions(filelist=str(named_dut("nvdla-nv_small"))))
+    assert s.reset_idle_cycles == 8192 and not s.builtin_rtl
