@@ -9,8 +9,15 @@ LEVEL ?=
 LAUNCHER ?= local
 FUZZ_SECONDS ?= 300
 TARGET ?= golden
-# make sim TRACE=path/to/trace_or_suite [SIM=verilator|icarus] [RTL_FILELIST=nvdla.f TOPLEVEL=NV_nvdla]
+# make sim TRACE=path/to/trace_or_suite [SIM=verilator|icarus] [DUT=rtl|nvdla-nv_small]
+#          [RTL_FILELIST=my.f TOPLEVEL=NV_nvdla]; DUT also selects the DUT of make fuzz TARGET=verilator|icarus
 SIM ?= verilator
+# The DUT of the simulator targets (sim, fuzz TARGET=verilator|icarus, the RTL pytest suites through $DLA_DUT):
+# rtl (ours, default) or nvdla-nv_small (tb/duts.py).
+DUT ?= $(DLA_DUT)
+ifneq ($(DUT),)
+export DLA_DUT := $(DUT)
+endif
 # NVDLA conformance traces: ../shared beside the clone by default; override with NVDLA_TRACES=PATH.
 NVDLA_TRACES ?= $(abspath ../shared/nvdla/traces)
 export NVDLA_TRACES
@@ -40,17 +47,17 @@ regress: install
 	  $(if $(RERUN),--rerun $(RERUN)) $(if $(TAGS),--tags $(TAGS)) $(if $(UNITS),--units $(UNITS)) \
 	  $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
-# make fuzz [FUZZ_SECONDS=300] [TARGET=golden|verilator|icarus] [FUZZ_SEED=N] [PROPERTY=sdp]
+# make fuzz [FUZZ_SECONDS=300] [TARGET=golden|verilator|icarus] [DUT=rtl|nvdla-nv_small] [FUZZ_SEED=N] [PROPERTY=sdp]
 fuzz: install
-	$(BIN)/python -m regressions.fuzz --seconds $(FUZZ_SECONDS) --target $(TARGET) \
+	$(BIN)/python -m regressions.fuzz --seconds $(FUZZ_SECONDS) --target $(TARGET) $(if $(DUT),--dut $(DUT)) \
 	  $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) $(if $(PROPERTY),--property $(PROPERTY))
 
 bench: install
 	$(BIN)/python -m regressions.bench --out build/bench/results.json
 
 sim: install
-	@test -n "$(TRACE)" || { echo "usage: make sim TRACE=PATH [SIM=verilator|icarus] [RTL_FILELIST=F TOPLEVEL=T]"; exit 2; }
-	$(BIN)/dla trace $(TRACE) --target $(SIM) -j 2 $(if $(RTL_FILELIST),--rtl-filelist $(RTL_FILELIST)) $(if $(TOPLEVEL),--toplevel $(TOPLEVEL))
+	@test -n "$(TRACE)" || { echo "usage: make sim TRACE=PATH [SIM=verilator|icarus] [DUT=NAME | RTL_FILELIST=F TOPLEVEL=T]"; exit 2; }
+	$(BIN)/dla trace $(TRACE) --target $(SIM) -j 2 $(if $(DUT),--dut $(DUT)) $(if $(RTL_FILELIST),--rtl-filelist $(RTL_FILELIST)) $(if $(TOPLEVEL),--toplevel $(TOPLEVEL))
 
 lint: install
 	$(BIN)/python -m pytest -q tests/rtl/test_lint.py

@@ -50,7 +50,7 @@ from runtime.suite import (
 )
 
 #: Options that only make sense on a simulator target.
-_SIM_OPTIONS = ("rtl_filelist", "toplevel", "define", "sim_arg", "timeout_cycles", "reset_idle_cycles")
+_SIM_OPTIONS = ("dut", "rtl_filelist", "toplevel", "define", "sim_arg", "timeout_cycles", "reset_idle_cycles")
 
 
 def _write_junit(path: Path, outcomes: list[Outcome], seconds: float) -> None:
@@ -88,8 +88,10 @@ def _sim_options(args: argparse.Namespace) -> dict:
         if not key:
             raise ValueError(f"--define {d!r}: expected K=V")
         defines.append((key, value or "1"))
+    if args.dut and args.rtl_filelist:
+        raise ValueError(f"--dut {args.dut} and --rtl-filelist {args.rtl_filelist} are mutually exclusive")
     return {
-        "filelist": args.rtl_filelist, "toplevel": args.toplevel, "defines": defines,
+        "dut_name": args.dut, "filelist": args.rtl_filelist, "toplevel": args.toplevel, "defines": defines,
         "sim_args": list(args.sim_arg or []), "timeout_cycles": args.timeout_cycles,
         "reset_idle_cycles": args.reset_idle_cycles,
     }
@@ -463,6 +465,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--json", metavar="FILE", help="write a JSON report")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     rtl = t.add_argument_group("simulator targets (--target icarus|verilator)")
+    rtl.add_argument("--dut", metavar="NAME",
+                     help="a named DUT instead of ours in rtl/: rtl (default) or nvdla-nv_small (NVDLA's RTL from "
+                          "../shared/nvdla/rtl; DLA_NVDLA_NV_SMALL_FILELIST=F overrides)")
     rtl.add_argument("--rtl-filelist", metavar="F",
                      help="build this RTL (a simulator file list: sources, -I/+incdir+, -D/+define+, -v, -y, -f) "
                           "instead of ours in rtl/")
@@ -475,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="per-trace budget in clock cycles (default scales with the trace's data volume)")
     rtl.add_argument("--reset-idle-cycles", type=int, metavar="N",
                      help="idle cycles after reset before the first register access (default 64 for rtl/, "
-                          "8192 with --rtl-filelist)")
+                          "8192 with --rtl-filelist or an NVDLA --dut)")
     t.set_defaults(func=cmd_trace)
 
     c = sub.add_parser("compile", help="compile a Caffe or ONNX model into a loadable")
@@ -528,6 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
     rsim = r.add_argument_group("simulator targets (--target icarus|verilator; the DUT is built as for dla trace)")
     rsim.add_argument("--fallback", choices=("golden",),
                       help="run operations needing engines the DUT lacks on the golden model (default: refuse)")
+    rsim.add_argument("--dut", metavar="NAME", help="a named DUT: rtl (default) or nvdla-nv_small (as for dla trace)")
     rsim.add_argument("--rtl-filelist", metavar="F", help="build this RTL (simulator file list) instead of rtl/")
     rsim.add_argument("--toplevel", metavar="T", help="top module (default NV_nvdla, or the file list's --top-module)")
     rsim.add_argument("--define", action="append", metavar="K=V", help="Verilog define (repeatable)")
@@ -535,7 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
     rsim.add_argument("--timeout-cycles", type=int, metavar="N",
                       help="budget of each DLA operation in clock cycles (default scales with its data)")
     rsim.add_argument("--reset-idle-cycles", type=int, metavar="N",
-                      help="idle cycles after reset (default 64 for rtl/, 8192 with --rtl-filelist)")
+                      help="idle cycles after reset (default 64 for rtl/, 8192 with --rtl-filelist or an NVDLA --dut)")
     r.set_defaults(func=cmd_run)
 
     i = sub.add_parser("inspect", help="print what a loadable holds: regions, tensors, tasks, memory plan")

@@ -183,6 +183,8 @@ def dut_engines(caps: DutCapabilities) -> str:
 def dut_label(opts: RtlOptions) -> str:
     if opts.dut is not None:
         return opts.dut.label
+    if opts.dut_name and opts.dut_name != "rtl":
+        return opts.dut_name
     return Path(opts.filelist).name if opts.filelist else "rtl/"
 
 

@@ -68,6 +68,19 @@ class RtlOptions:
     nposted_writes: bool = False
     #: A DUT given directly (tests, regressions) instead of ``filelist`` / ``rtl/``.
     dut: DutSpec | None = None
+    #: A named DUT (``--dut``, ``tb.duts.NAMED_DUTS``): resolved into ``filelist`` here, so a named NVDLA
+    #: DUT is built and driven exactly like ``--rtl-filelist`` (user-RTL defaults included).
+    dut_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.dut_name is None:
+            return
+        from tb.duts import DutError, named_dut
+
+        if self.filelist:
+            raise DutError(f"--dut {self.dut_name} and --rtl-filelist {self.filelist} are mutually exclusive")
+        path = named_dut(self.dut_name)
+        object.__setattr__(self, "filelist", None if path is None else str(path))
 
     @classmethod
     def from_mapping(cls, options: Mapping | RtlOptions | None) -> RtlOptions:

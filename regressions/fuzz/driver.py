@@ -149,6 +149,8 @@ class Options:
     examples: int | None = None
     list_examples: Path | None = None
     quiet: bool = False
+    #: The DUT on a simulator target (``tb.duts.NAMED_DUTS``; ``--dut`` / ``$DLA_DUT``).
+    dut: str = "rtl"
 
 
 class Run:
@@ -261,7 +263,8 @@ class Run:
             if trace.is_dir():
                 self.say(f"  replay: dla trace {trace}")
         self.say(f"  fuzz again: {PROG} --seed {self.o.seed} --property {pair.prop.name} --config {pair.config} "
-                 f"--seconds {self.o.seconds:g}" + (f" --target {self.o.target}" if self.o.target != "golden" else ""))
+                 f"--seconds {self.o.seconds:g}" + (f" --target {self.o.target}" if self.o.target != "golden" else "")
+                 + (f" --dut {self.o.dut}" if self.o.dut != "rtl" else ""))
 
     # ---- simulators
     def fuzz_rtl(self, pairs: list[Pair]) -> None:
@@ -292,7 +295,7 @@ class Run:
                     jobs.append((str(cfg), pair.config, self.o.target))
                     examples.append(example)
                 if not pair.failed and jobs:
-                    outcomes = list(run_batch(self.o.target, jobs, workers=1))
+                    outcomes = list(run_batch(self.o.target, jobs, workers=1, options={"dut_name": self.o.dut}))
                     for example, outcome in zip(examples, outcomes):
                         if outcome.status != PASS:
                             self.fail(pair, f"RTL ({self.o.target}) differs from golden: {outcome.status} "
@@ -337,8 +340,9 @@ class Run:
             selection.append(f"--examples {self.o.examples}")
         direct = (f" (this selection: {PROG} --seed {self.o.seed} --seconds {self.o.seconds:g} --target "
                   f"{self.o.target} {' '.join(selection)})") if selection else ""
+        dut = f" DUT={self.o.dut}" if self.o.dut != "rtl" else ""
         self.say(f"reproduce: FUZZ_SEED={self.o.seed} make fuzz FUZZ_SECONDS={self.o.seconds:g} "
-                 f"TARGET={self.o.target}{direct}")
+                 f"TARGET={self.o.target}{dut}{direct}")
         self.say(f"fuzzing {len(pairs)} property/config pairs for {self.o.seconds:g} s on {self.o.target}: "
                  + ", ".join(f"{p.prop.name}@{p.config}" for p in pairs))
         if self.o.list_examples is not None:
@@ -399,6 +403,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seconds", type=float, default=60.0, help="time budget (default 60)")
     p.add_argument("--target", default="golden", choices=TARGETS,
                    help="golden: golden vs the reference math; verilator/icarus: RTL vs golden (rtl properties)")
+    p.add_argument("--dut", metavar="NAME",
+                   help="DUT on a simulator target: rtl (ours, default) or nvdla-nv_small (default: $DLA_DUT)")
     p.add_argument("--seed", type=int, help="run seed (default: $FUZZ_SEED, else random)")
     p.add_argument("--property", action="append", default=[], metavar="NAME", help="fuzz only this (repeatable)")
     p.add_argument("--config", action="append", default=[], metavar="PRESET", help="only this preset (repeatable)")
@@ -430,7 +436,18 @@ def parse(argv: list[str] | None, environ: dict[str, str]) -> Options:
         run_seed = secrets.randbits(32)
     if run_seed < 0:
         raise UsageError(f"the seed must not be negative ({run_seed})")
-    return Options(seconds=args.seconds, target=args.target, seed=run_seed,
+    # $DLA_DUT (exported by `make ... DUT=`) only matters on a simulator target; --dut must fit the target
+    dut = args.dut or (environ.get("DLA_DUT", "").strip() if args.target != "golden" else "") or "rtl"
+    if dut != "rtl":
+        from tb.duts import DutError, named_dut
+
+        if args.target == "golden":
+            raise UsageError(f"--dut {dut} needs a simulator target (--target verilator|icarus)")
+        try:
+            named_dut(dut)
+        except DutError as exc:
+            raise UsageError(str(exc)) from None
+    return Options(seconds=args.seconds, target=args.target, seed=run_seed, dut=dut,
                    properties=list(dict.fromkeys(args.property)),
                    configs=list(dict.fromkeys(args.config)), found_dir=args.found_dir, examples=args.examples,
                    list_examples=args.list_examples, quiet=args.quiet)

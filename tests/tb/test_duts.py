@@ -55,3 +55,31 @@ def test_named_nvdla_dut_gets_user_rtl_defaults(tmp_path, monkeypatch):
     monkeypatch.setenv("DLA_NVDLA_NV_SMALL_FILELIST", str(f))
     s = settings_for(RtlOptions(filelist=str(named_dut("nvdla-nv_small"))))
     assert s.reset_idle_cycles == 8192 and not s.builtin_rtl
+
+
+TRACE = REPO.parent / "shared" / "nvdla" / "traces" / "nv_small" / "pdp_8x8x64_2x2_ave_int8_0"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--dut", "nope"], "dla trace: unknown DUT 'nope' (known: rtl, nvdla-nv_small)"),
+    (["--dut", "nvdla-nv_small", "--rtl-filelist", "my.f"],
+     "dla trace: --dut nvdla-nv_small and --rtl-filelist my.f are mutually exclusive"),
+])
+def test_cli_dut_errors_are_one_line_exit_2(argv, message, capsys):
+    from runtime.cli import main
+
+    if not TRACE.is_dir():
+        pytest.skip(f"no trace at {TRACE}")
+    assert main(["trace", str(TRACE), "--target", "icarus", *argv]) == 2
+    assert capsys.readouterr().err.strip() == message
+
+
+def test_fuzz_dut_option_and_env(monkeypatch):
+    from regressions.fuzz.driver import UsageError, parse
+
+    assert parse(["--target", "icarus"], {}).dut == "rtl"
+    assert parse(["--target", "icarus"], {DUT_ENV: "rtl"}).dut == "rtl"
+    with pytest.raises(UsageError, match="unknown DUT"):
+        parse(["--target", "icarus"], {DUT_ENV: "nope"})
+    with pytest.raises(UsageError, match="needs a simulator target"):
+        parse(["--dut", "nvdla-nv_small"], {})
