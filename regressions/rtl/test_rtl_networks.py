@@ -24,12 +24,16 @@ from runtime.cli import main
 from runtime.executor import Network
 from runtime.loadable import write_loadable
 from runtime.profile import Profile
+from tb.duts import BUILTIN_DUT, dut_from_env
 from tb.engines import DutCapabilities
 from tb.network import MissingEngineError, describe_missing, plan_split
 from tb.runner import SimulatorUnavailable, simulator_version
 
 pytestmark = pytest.mark.rtl
 CONFIG = "nv_small"
+#: The DUT (``$DLA_DUT``): our rtl/ by default. Tests about what rtl/ lacks only run on rtl/.
+DUT = dut_from_env()
+rtl_only = pytest.mark.skipif(DUT != BUILTIN_DUT, reason=f"about rtl/'s missing engines (DLA_DUT={DUT})")
 #: What rtl/'s CFGROM says (checked against the probe in test_probe_reads_rtl_cfgrom).
 RTL_UNITS = frozenset({"GLB", "CIF", "SDP_RDMA", "SDP", "PDP_RDMA", "PDP"})
 
@@ -96,11 +100,11 @@ def test_sdp_pdp_network_output_bytes_equal_golden(simulator):
     x = inputs(net, 2)
     golden_prof, rtl_prof = Profile(), Profile()
     want = net.run(x, raw=True, profile=golden_prof)
-    got = net.run(x, target=simulator, raw=True, profile=rtl_prof)
+    got = net.run(x, target=simulator, raw=True, profile=rtl_prof, rtl_options={"dut_name": DUT})
     out = net.outputs[0]
     assert got[out].dtype == np.int8 and got[out].shape == (2, 16, 4, 4)
     assert got[out].tobytes() == want[out].tobytes()
-    floats = net.run(x, target=simulator)
+    floats = net.run(x, target=simulator, rtl_options={"dut_name": DUT})
     np.testing.assert_array_equal(floats[out], net.run(x)[out])
     (task,) = rtl_prof.tasks()
     assert task.targets == [simulator] and task.samples == 2 and task.cycles > 0
@@ -110,6 +114,7 @@ def test_sdp_pdp_network_output_bytes_equal_golden(simulator):
     assert all(task.read[e] >= gold.read[e] for e in gold.read)
 
 
+@rtl_only
 def test_probe_reads_rtl_cfgrom(simulator, tmp_path):
     """The split comes from the DUT's CFGROM: rtl/ has PDP and SDP X1/X2, nothing else (cached per build)."""
     from tb.network import dut_capabilities
@@ -126,6 +131,7 @@ def test_probe_reads_rtl_cfgrom(simulator, tmp_path):
     assert dut_capabilities(built, compiled("poolnet").hw, settings_for(opts), tmp_path) == caps  # cached
 
 
+@rtl_only
 def test_conv_network_is_refused_before_simulation(simulator, tmp_path, capsys):
     net = compiled("lenet")
     path = tmp_path / "lenet.dla"
@@ -143,6 +149,7 @@ def test_conv_network_is_refused_before_simulation(simulator, tmp_path, capsys):
     assert not runs.exists() or not list(runs.glob("net-*"))  # no network simulation was started
 
 
+@rtl_only
 def test_conv_network_with_golden_fallback_equals_golden(simulator, tmp_path, capsys):
     net = compiled("lenet")
     path = tmp_path / "lenet.dla"

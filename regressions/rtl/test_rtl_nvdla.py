@@ -34,6 +34,7 @@ from runtime.nvdla.engines import FirmwareError
 from runtime.nvdla.run import NvdlaNetwork, NvdlaRunError
 from runtime.nvdla.writer import LoadableBuilder
 from runtime.trace import find_traces
+from tb.duts import BUILTIN_DUT, dut_from_env
 from tb.engines import DutCapabilities
 from tb.network import MissingEngineError
 from tb.nvdla_network import check_engines, op_needs, run_nvdla_networks
@@ -44,6 +45,10 @@ HW = get_config("nv_small")
 #: rtl/'s CFGROM (tests/../test_rtl_networks.py checks it against the probe).
 RTL_CAPS = DutCapabilities(RTL_UNITS, frozenset({"SDP_BS", "SDP_BN"}),
                            {"CFGROM_PDP_CAP_INCOMPAT": CFGROM_PDP_NO_SDP_FLYING})
+
+
+#: The DUT (``$DLA_DUT``): our rtl/ by default. Tests about what rtl/ lacks only run on rtl/.
+DUT = dut_from_env()
 
 
 @pytest.fixture(params=["verilator", "icarus"])
@@ -176,7 +181,7 @@ def test_traces_as_nvdla_loadables_on_rtl(simulator, traces, tmp_path):
     sdp = _sdp_loadable(1)
     nets = [NvdlaNetwork(fbs.parse(blob), path=name) for name, blob, _ in cases]
     nets.append(NvdlaNetwork(fbs.parse(sdp), path="sdp_x1_x2_handmade"))
-    results = run_nvdla_networks(nets, HW, simulator=simulator, options={"runs_root": str(tmp_path)})
+    results = run_nvdla_networks(nets, HW, simulator=simulator, options={"runs_root": str(tmp_path), "dut_name": DUT})
     assert not list(tmp_path.iterdir())  # the run directory is gone after a good run
     for (name, blob, crcs), result in zip(cases, results):
         assert [zlib.crc32(o.data) for o in result.outputs] == list(crcs), name
@@ -198,7 +203,8 @@ def test_two_pdp_ops_in_flight_on_rtl(simulator, tmp_path, capsys):
     blob = _independent_pools(images)
     nets = [NvdlaNetwork(fbs.parse(blob), path="pools")]
     nets += [NvdlaNetwork(fbs.parse(_independent_pools([x])), path=f"pool{i}") for i, x in enumerate(images)]
-    together, *alone = run_nvdla_networks(nets, HW, simulator=simulator, options={"runs_root": str(tmp_path)})
+    together, *alone = run_nvdla_networks(nets, HW, simulator=simulator,
+                                          options={"runs_root": str(tmp_path), "dut_name": DUT})
     stats = together.tasks[0].stats
     assert stats.ops == {"PDP": 3} and stats.max_in_flight["PDP"] == 2
     for i, one in enumerate(alone):
@@ -215,7 +221,7 @@ def test_two_pdp_ops_in_flight_on_rtl(simulator, tmp_path, capsys):
     path.write_bytes(blob)
     assert main(["run", str(path), "--config", "nv_small", "--dimg", str(tmp_path / "gold"),
                  "--dimg-format", "native"]) == 0
-    assert main(["run", str(path), "--config", "nv_small", "--target", simulator, "--profile",
+    assert main(["run", str(path), "--config", "nv_small", "--target", simulator, "--dut", DUT, "--profile",
                  "--dimg", str(tmp_path / "rtl"), "--dimg-format", "native"]) == 0
     out = capsys.readouterr().out
     assert "PDP 3 (max 2 in flight)" in out and "simulated cycles" in out and "DUT AXI traffic" in out
@@ -242,6 +248,7 @@ def _cdp_loadable(root: Path) -> bytes | None:
     return convert(cfgs[0], HW).loadable if cfgs else None
 
 
+@pytest.mark.skipif(DUT != BUILTIN_DUT, reason=f"about rtl/'s missing engines (DLA_DUT={DUT})")
 @pytest.mark.parametrize("kind", ["conv", "cdp"])
 def test_conv_and_cdp_loadables_are_refused_before_simulating(simulator, kind, tmp_path, capsys, pytestconfig):
     blob = _conv_loadable() if kind == "conv" else _cdp_loadable(nvdla_traces_root(pytestconfig) / "nv_small")

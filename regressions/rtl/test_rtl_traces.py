@@ -10,11 +10,14 @@ import pytest
 from conftest import nvdla_traces_root
 from runtime.suite import FAIL, ERROR, NA, PASS, run_trace
 from runtime.trace import find_traces
+from tb.duts import DUT_ENV, dut_from_env
 from tb.suite import run_traces
 
 pytestmark = pytest.mark.rtl
 #: Simulations at once; `make regress` gives each xdist worker one core (DLA_SIM_WORKERS=1).
 SIM_WORKERS = int(os.environ.get("DLA_SIM_WORKERS", "2"))
+#: The DUT (``$DLA_DUT``, ``make ... DUT=``): our rtl/ by default, or e.g. nvdla-nv_small.
+DUT = dut_from_env()
 
 
 @pytest.mark.parametrize("simulator", ["verilator", "icarus"])
@@ -23,7 +26,8 @@ def test_nv_small_traces_on_our_rtl(simulator, pytestconfig):
     if not root.is_dir():
         pytest.skip(f"no NVDLA traces under {root}")
     cfgs = find_traces(root)
-    rtl = {o.name: o for o in run_traces([(c, "nv_small") for c in cfgs], simulator, workers=SIM_WORKERS)}
+    rtl = {o.name: o for o in run_traces([(c, "nv_small") for c in cfgs], simulator, workers=SIM_WORKERS,
+                                         options={"dut_name": DUT})}
     golden = {o.name: o for o in (run_trace(str(c), "nv_small") for c in cfgs)}
     assert rtl.keys() == golden.keys()
     broken = [o.line() for o in rtl.values() if o.status in (FAIL, ERROR)]
@@ -36,4 +40,4 @@ def test_nv_small_traces_on_our_rtl(simulator, pytestconfig):
             assert r.status == NA, r.line()
     passed = {n for n, o in rtl.items() if o.status == PASS}
     assert {n for n in passed if n.startswith("pdp_")} == {n for n, g in golden.items() if n.startswith("pdp_") and g.status == PASS}
-    assert len([n for n in passed if n.startswith("sdp_")]) >= 19
+    assert len([n for n in passed if n.startswith("sdp_")]) >= 19, f"{DUT_ENV}={DUT}"

@@ -21,10 +21,13 @@ from golden import Dla, get_config
 from regressions import programs
 from regressions.fuzz.strategies import pool_layers, sdp_layers
 from runtime.suite import PASS, run_batch
+from tb.duts import dut_from_env
 
 EXAMPLES = int(os.environ.get("DLA_RTL_DIFF_EXAMPLES", "20"))
 SIMULATORS = [s for s in ("verilator", "icarus") if os.environ.get("DLA_RTL_DIFF_SIM", s) == s]
 CONFIG = "nv_small"
+#: The DUT (``$DLA_DUT``): our rtl/ by default.
+DUT = dut_from_env()
 
 pytestmark = pytest.mark.rtl
 
@@ -63,7 +66,7 @@ def test_pdp_and_sdp_layers_are_byte_identical_on_rtl(simulator):
     assert len(layers) >= EXAMPLES
     with tempfile.TemporaryDirectory(prefix="rtl_diff_") as tmp:
         jobs = save_traces(layers, Path(tmp), simulator)
-        outcomes = list(run_batch(simulator, jobs, workers=1))
+        outcomes = list(run_batch(simulator, jobs, workers=1, options={"dut_name": DUT}))
     assert len(outcomes) == len(jobs)
     bad = [f"{o.name}: {o.status} {o.detail}" for o in outcomes if o.status != PASS]
     assert not bad, f"{len(bad)} of {len(jobs)} layers differ from golden:\n" + "\n".join(bad)
