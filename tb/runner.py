@@ -242,7 +242,10 @@ def _options(spec: DutSpec, simulator: str) -> tuple[str, ...]:
         if spec.libexts:
             opts.append("+libext+" + "+".join(spec.libexts))
     else:
-        opts += [a for d in spec.library_dirs for a in ("-y", str(d))]
+        # Verilator looks for missing modules in its -I/+incdir+ directories too (NVDLA's
+        # verilator_nv_small.f names its module folders with -I only); Icarus only in -y ones
+        lib_dirs = [*spec.library_dirs, *(d for d in spec.includes if d not in spec.library_dirs)]
+        opts += [a for d in lib_dirs for a in ("-y", str(d))]
         opts += [a for f in spec.libraries for a in ("-l", str(f))]
         opts += [a for e in spec.libexts for a in ("-Y", e)]
     opts += spec.options
