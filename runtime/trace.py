@@ -7,10 +7,11 @@ resolves register names against the config's address map, so every error names `
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Union
+from typing import Iterable, Iterator, Union
 
 import numpy as np
 
@@ -380,6 +381,25 @@ def write_cfg(path: Path | str, commands: Iterable[Command]) -> None:
 
 
 # ---- discovery ------------------------------------------------------------------------------------------
+def _walk_following_links(root: Path) -> Iterator[tuple[str, list[str]]]:
+    """(directory, file names) under ``root``, following symlinked directories (a folder of links to trace
+    directories is a common way to pick a suite), each real directory once, so a link cycle ends."""
+    seen: set[tuple[int, int]] = set()
+    for d, subdirs, files in os.walk(root, followlinks=True):
+        try:
+            st = os.stat(d)
+        except OSError:
+            subdirs[:] = []
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            subdirs[:] = []
+            continue
+        seen.add(key)
+        subdirs.sort()
+        yield d, files
+
+
 def find_traces(root: Path | str, txn: bool = False) -> list[Path]:
     """Trace ``.cfg`` files under ``root`` (a trace directory or a folder of them, searched recursively).
     A directory's trace is ``<dir>/<dir>.cfg`` when present, else its single ``.cfg``. With ``txn``, a
@@ -388,9 +408,8 @@ def find_traces(root: Path | str, txn: bool = False) -> list[Path]:
     root = Path(root)
     if root.is_file():
         return [root]
-    dirs = {p.parent for p in root.rglob("*.cfg")}
-    if txn:
-        dirs |= {p.parent for p in root.rglob("*.txn")}
+    suffixes = (".cfg", ".txn") if txn else (".cfg",)
+    dirs = {Path(d) for d, files in _walk_following_links(root) if any(f.endswith(suffixes) for f in files)}
     found = []
     for d in sorted(dirs):
         own = d / f"{d.name}.cfg"

@@ -100,3 +100,18 @@ def test_find_traces_prefers_the_directory_named_cfg(make_trace, tmp_path):
     (d / "extra.cfg").write_text("check_nothing(0);\n")
     found = find_traces(tmp_path)
     assert [p.name for p in found] == ["one.cfg", "two.cfg"]
+
+
+def test_find_traces_follows_symlinked_trace_dirs_and_survives_loops(make_trace, tmp_path):
+    """A suite picked as a folder of symlinks to trace directories (Path.rglob does not follow them)."""
+    one = make_trace("one", ["check_nothing(0);"])
+    two = make_trace("two", ["check_nothing(0);"], config="other")
+    picked = tmp_path / "picked"
+    picked.mkdir()
+    (picked / "a").symlink_to(one, target_is_directory=True)
+    (picked / "nested").mkdir()
+    (picked / "nested" / "b").symlink_to(two, target_is_directory=True)
+    (picked / "nested" / "loop").symlink_to(picked, target_is_directory=True)  # a cycle
+    (picked / "dangling").symlink_to(tmp_path / "gone", target_is_directory=True)
+    found = find_traces(picked)
+    assert found == [picked / "a" / "one.cfg", picked / "nested" / "b" / "two.cfg"]
