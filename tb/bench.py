@@ -3,8 +3,8 @@
 
 Every trace starts from reset with a fresh memory, as every golden trace starts on a fresh model: NVDLA's
 ping-pong pointers and status bits survive a trace, so without a reset the next trace would program the
-wrong register group. Each trace runs under a watchdog whose budget scales with the trace's data
-volume; a DUT that hangs is reported FAIL with what the testbench was waiting for, the last CSB
+wrong register group. Each trace runs under a watchdog whose budget scales with the work of the trace's
+operations (``tb.budget``); a DUT that hangs is reported FAIL with what the testbench was waiting for, the last CSB
 transaction and the simulation time, and the next trace starts from a new reset.
 """
 from __future__ import annotations
@@ -24,8 +24,9 @@ from golden.regs import register_map
 from runtime.player import play
 from runtime.suite import ERROR, FAIL, NA, classify
 from runtime.target import InterruptTimeout
-from runtime.trace import MemLoad, Trace, TraceError
-from runtime.txn import LoadMem, parse_trace
+from runtime.trace import Trace, TraceError
+from runtime.txn import parse_trace
+from tb.budget import trace_budget
 from tb.csb import CsbMaster
 from tb.engines import DutCapabilities, not_applicable, probe_cfgrom, required_engines
 from tb.interrupt import InterruptMonitor
@@ -39,14 +40,6 @@ TIE_OFFS = (
     "nvdla_pwrbus_ram_c_pd", "nvdla_pwrbus_ram_ma_pd", "nvdla_pwrbus_ram_mb_pd",
     "nvdla_pwrbus_ram_p_pd", "nvdla_pwrbus_ram_o_pd", "nvdla_pwrbus_ram_a_pd",
 )
-#: Default per-trace budget: a fixed part plus cycles per byte the trace loads. nv_small's biggest conv
-#: traces are compute bound at roughly 50 cycles per loaded byte (64 MACs/cycle); PDP/SDP/CDP need a few.
-#: With the loaded bytes over-estimated (below) this leaves about 2x on conv, much more elsewhere.
-BASE_BUDGET_CYCLES = 200_000
-BUDGET_CYCLES_PER_BYTE = 64
-#: .dat files spend about 12 characters per payload byte; file size / 8 over-estimates the bytes.
-_DAT_CHARS_PER_BYTE = 8
-
 #: Ports the testbench drives or watches (besides the tie-offs, the AXI ports and direct_reset_).
 REQUIRED_PORTS = (
     "dla_core_clk", "dla_reset_rstn", "dla_intr",
@@ -65,26 +58,12 @@ def _port(dut, name: str):
         return None
 
 
-def data_volume(trace: Trace) -> int:
-    """Bytes of data a trace loads (``mem_load``): what the work of PDP/SDP/CDP and conv scales with.
-    ``mem_init`` and ``check_crc`` regions are not counted: traces clear and check regions of megabytes
-    around small cubes."""
-    total = 0
-    for cmd in trace.commands:
-        if isinstance(cmd, LoadMem):  # input.txn: the bytes are already parsed
-            total += cmd.size
-        elif isinstance(cmd, MemLoad):
-            try:
-                total += cmd.file.stat().st_size // _DAT_CHARS_PER_BYTE
-            except OSError:
-                pass
-    return total
-
-
-def budget_cycles(trace: Trace, settings: BenchSettings) -> int:
+def budget_cycles(trace: Trace, hw: HwConfig, settings: BenchSettings) -> int:
+    """The trace's hang budget: ``--timeout-cycles``, else scaled with the work of its operations
+    (``tb.budget.trace_budget``)."""
     if settings.timeout_cycles:
         return settings.timeout_cycles
-    return int((BASE_BUDGET_CYCLES + BUDGET_CYCLES_PER_BYTE * data_volume(trace)) * settings.timeout_scale)
+    return trace_budget(trace, hw, settings.timeout_scale)
 
 
 class Testbench:
@@ -196,7 +175,7 @@ async def run_job(dut, job: TraceJob, settings: BenchSettings, target_name: str)
         if any(getattr(c, "mem", None) == "sec_mem" for c in trace.commands) and not bench.dut_memory.has("sec_mem"):
             result["status"], result["detail"] = NA, "trace uses CV-SRAM (sec_mem); DUT has no nvdla_core2cvsram port"
             return result
-        budget = budget_cycles(trace, settings)
+        budget = budget_cycles(trace, hw, settings)
         budget_ns = budget * settings.clock_ns
         play_start = get_sim_time("ns")
         try:

@@ -39,6 +39,7 @@ from runtime.loadable import ExecutionError, feature_span, write_loadable
 from runtime.profile import Profile
 from runtime.suite import TargetSetupError
 from runtime.trace import RegWrite
+from tb.budget import OpWork, budget_from_expected, ops_work
 from tb.engines import SDP_FEATURES, DutCapabilities, required_engines
 from tb.results import BenchSettings, write_json
 from tb.runner import Build, BuildError, SimulatorUnavailable, build, default_build_root, simulate
@@ -46,10 +47,8 @@ from tb.suite import RtlOptions, _stderr, dut_for, settings_for
 
 #: The cocotb module every network simulation (and CFGROM probe) runs.
 TEST_MODULE = "tb.network_test"
-#: Per-operation budget when --timeout-cycles is not given: a fixed part plus cycles per byte the
-#: operation's tensors span (PDP/SDP on our RTL need a few cycles per byte; NVDLA's conv tens).
+#: Per-operation budget in a job that does not say (run_network computes one: tb.budget).
 BASE_OP_CYCLES = 200_000
-OP_CYCLES_PER_BYTE = 64
 #: What the SDP sub-units are called in messages.
 _SDP_FEATURE_NAMES = {"SDP_BS": "SDP X1 (BS)", "SDP_BN": "SDP X2 (BN)", "SDP_EW": "SDP Y (EW)", "SDP_LUT": "SDP LUT"}
 FALLBACKS = ("golden",)
@@ -233,15 +232,20 @@ def plan_split(net, caps: DutCapabilities, fallback: str | None, dut: str) -> Sp
 
 
 def op_budget_cycles(net, settings: BenchSettings) -> int:
-    """Interrupt budget of one operation: --timeout-cycles, else scaled with the largest operation's data."""
+    """Interrupt budget of one operation: --timeout-cycles, else scaled with the work of the biggest
+    operation (``tb.budget``: its register program's cubes, weights and MACs; its tensors' bytes when the
+    program starts nothing the budget decodes)."""
     if settings.timeout_cycles:
         return settings.timeout_cycles
-    biggest = 0
+    biggest = 0.0
     for _, _, op in net.dla_ops():
-        spans = [feature_span(net.tensors[n]) for n in (*op.inputs, *op.outputs)
-                 if n in net.tensors and net.tensors[n].storage == pb.Tensor.FEATURE]
-        biggest = max(biggest, sum(spans))
-    return int((BASE_OP_CYCLES + OP_CYCLES_PER_BYTE * biggest) * settings.timeout_scale)
+        work = ops_work(((w.addr, w.value) for w in op.writes), net.regmap, net.hw)
+        if not work:
+            spans = [feature_span(net.tensors[n]) for n in (*op.inputs, *op.outputs)
+                     if n in net.tensors and net.tensors[n].storage == pb.Tensor.FEATURE]
+            work = [OpWork("op", sum(spans))]
+        biggest = max(biggest, sum(w.expected_cycles(net.hw) for w in work))
+    return budget_from_expected(biggest, settings.timeout_scale)
 
 
 # ---- running -------------------------------------------------------------------------------------------

@@ -48,10 +48,9 @@ from runtime.nvdla.engines import FirmwareError, Group, Program
 from runtime.nvdla.firmware import FirmwareStats
 from runtime.nvdla.run import NvdlaNetwork, NvdlaRunError, Output, RunResult, TaskResult
 from runtime.suite import TargetSetupError
+from tb.budget import OpWork, budget_from_expected, ops_work, program_writes
 from tb.engines import SDP_PDP_FLYING, DutCapabilities
 from tb.network import (
-    BASE_OP_CYCLES,
-    OP_CYCLES_PER_BYTE,
     MissingEngineError,
     RtlRunError,
     _read_json,
@@ -92,6 +91,8 @@ class OpNeeds:
     surface: d.Struct | None = field(default=None, repr=False, compare=False)
     address_of: Callable[[int, int], int] | None = field(default=None, repr=False, compare=False)
     luts: list[d.Struct] = field(default_factory=list, repr=False, compare=False)
+    #: the operations its firmware programming starts, with their work (``tb.budget``), once checked
+    work: list[OpWork] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def type_name(self) -> str:
@@ -225,14 +226,15 @@ def check_engines(net: NvdlaNetwork, caps: DutCapabilities, dut: str, fallback: 
             raise NvdlaRunError(f"{net.name}: task {o.task} op {o.index}: {o.type_name} operations are not run by "
                                 f"the firmware model (engines: {', '.join(e.name for e in FIRMWARE_ENGINES.values())})")
         if hw is not None:
-            check_program(net, o, hw)
+            o.work = check_program(net, o, hw)
     return needs
 
 
-def check_program(net: NvdlaNetwork, o: OpNeeds, hw: HwConfig) -> None:
+def check_program(net: NvdlaNetwork, o: OpNeeds, hw: HwConfig) -> list[OpWork]:
     """Run the firmware's programmer of the op on nothing: descriptors it refuses (a field out of range, a
     stage ``hw`` lacks, an address outside the task's list) are the loadable's fault, reported here
-    (NvdlaRunError, exit 2) rather than as a DUT failure in the middle of a simulation."""
+    (NvdlaRunError, exit 2) rather than as a DUT failure in the middle of a simulation. Returns the work of
+    the operations the programming starts (for the op's hang budget)."""
     e = FIRMWARE_ENGINES[o.op_type]
     where = f"op {o.index} ({o.type_name})"
 
@@ -254,14 +256,17 @@ def check_program(net: NvdlaNetwork, o: OpNeeds, hw: HwConfig) -> None:
         e.enable(p, g)
     except (FirmwareError, DlaError) as exc:
         raise NvdlaRunError(f"{net.name}: task {o.task}: {exc}") from None
+    return ops_work(program_writes(p.writes, p.regmap), p.regmap, hw)
 
 
-def op_budget_cycles(needs: list[OpNeeds], settings: BenchSettings) -> int:
-    """Interrupt budget of one op: --timeout-cycles, else scaled with the biggest op's cubes."""
+def op_budget_cycles(needs: list[OpNeeds], settings: BenchSettings, hw: HwConfig) -> int:
+    """Interrupt budget of one op: --timeout-cycles, else scaled with the work of the biggest op (its
+    programmed registers' cubes, weights and MACs; its descriptors' cube bytes when not checked)."""
     if settings.timeout_cycles:
         return settings.timeout_cycles
-    biggest = max((o.cube_bytes for o in needs), default=0)
-    return int((BASE_OP_CYCLES + OP_CYCLES_PER_BYTE * biggest) * settings.timeout_scale)
+    biggest = max((sum(w.expected_cycles(hw) for w in (o.work or [OpWork(o.type_name, o.cube_bytes)]))
+                   for o in needs), default=0.0)
+    return budget_from_expected(biggest, settings.timeout_scale)
 
 
 # ---- the job -------------------------------------------------------------------------------------------
@@ -335,7 +340,7 @@ def run_nvdla_networks(nets: Sequence[NvdlaNetwork], hw: HwConfig, *, simulator:
     budgets = []
     for net in nets:
         needs = check_engines(net, caps, label, fallback, hw)
-        budget = op_budget_cycles(needs, settings)
+        budget = op_budget_cycles(needs, settings, hw)
         budgets.append((budget, (budget + PROGRAM_CYCLES) * (len(needs) + 1)))
 
     directory = runs / f"nvdla-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
