@@ -40,6 +40,9 @@ Sections and keys (rates are best-of-``repeat``; wall times are one run unless s
   codegen, one random calibration input); ``compile_resnet50_seconds`` (nv_small, target < 10 s) and
   ``compile_resnet50_seconds_by_config`` for a generated ResNet-50-sized ONNX graph (224x224, 25.5 M
   parameters), ``compile_resnet50_dla_ops``.
+``nvdla``: our testbench against NVDLA's native C++ harness on NVDLA's nv_small RTL (keys ``nvdla_*``, see
+  ``regressions.bench_nvdla``; skipped with a note when NVDLA's shared folder is absent). Run it alone
+  with ``python -m regressions.bench --only nvdla``.
 ``regress``: ``regress_seconds_1``, ``regress_seconds_2`` and ``regress_parallel_speedup`` (t1 / t2, target
   >= 1.6) of ``python -m regressions.regress --level smoke --jobs N --out DIR``, read from the
   ``wall_seconds`` of its ``DIR/latest/summary.json``; one untimed warm-up run first fills the DUT build
@@ -77,13 +80,16 @@ COMPILE_CONFIGS = ("nv_small", "nv_large", "nv_full")
 SUITE_JOBS = 2
 DEFAULT_REGRESS_CMD = "{python} -m regressions.regress --level {level} --jobs {jobs} --out {out}"
 
-#: Speed targets (issue 6): key -> (comparison, value).
+from regressions.bench_nvdla import TARGETS as _nvdla_targets  # noqa: E402
+
+#: Speed targets (issue 6; ``nvdla_*``: issue 14, ``regressions.bench_nvdla``): key -> (comparison, value).
 TARGETS: dict[str, tuple[str, float]] = {
     "golden_conv_gemm_ratio": (">=", 0.3),
     "golden_conv_int16_gemm_ratio": (">=", 0.3),
     "nv_small_suite_seconds": ("<", 10.0),
     "compile_resnet50_seconds": ("<", 10.0),
     "regress_parallel_speedup": (">=", 1.6),
+    **_nvdla_targets,
 }
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
     ">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, "<": lambda a, b: a < b,
@@ -600,6 +606,12 @@ def section_regress(b: Bench) -> None:
         b.say("  note: some regression runs exited non-zero (failures are timed like passes)")
 
 
+def section_nvdla(b: Bench) -> None:
+    from regressions.bench_nvdla import measure
+
+    measure(b, quick=b.sizes.rtl_traces is not None)
+
+
 def _counts(counts: dict) -> str:
     return ", ".join(f"{v} {k}" for k, v in counts.items() if k != "total" and v)
 
@@ -610,6 +622,7 @@ SECTIONS: dict[str, tuple[str, Callable[[Bench], None]]] = {
     "suite": ("nv_small trace suite on golden", section_suite),
     "rtl": ("nv_small suite on our RTL, Verilator vs Icarus", section_rtl),
     "compile": ("compile times", section_compile),
+    "nvdla": ("NVDLA's nv_small RTL: our testbench vs NVDLA's C++ harness", section_nvdla),
     "regress": ("regression wall time at 1 and 2 workers", section_regress),
 }
 #: Left out of ``--quick`` runs unless named in ``--only``.

@@ -33,10 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from cocotb_tools.runner import Verilator, get_runner
+from cocotb_tools.runner import get_runner
 
 from tb.filelist import FileList, parse_filelist
+from tb.verilator_main import MainLoopVerilator, main_digest
+from tb.verilator_main import plusargs as main_plusargs
 from tb.results import JobFile
+from tb.simenv import cocotb_env
 
 REPO = Path(__file__).resolve().parents[1]
 SIMULATORS = ("icarus", "verilator")
@@ -127,7 +130,7 @@ def simulator_version(simulator: str) -> str:
     return lines[0].strip() if lines else "unknown"
 
 
-class _PortsOnlyVerilator(Verilator):
+class _PortsOnlyVerilator(MainLoopVerilator):
     """cocotb's Verilator build with only the top level's signals public (``--public-depth 1``): the
     testbench touches nothing else, and ``--public-flat-rw`` on a big design (NVDLA) makes every signal
     visible at a real cost in build and run time."""
@@ -142,7 +145,10 @@ class _PortsOnlyVerilator(Verilator):
 
 def _runner(simulator: str, visibility: str = "all"):
     simulator_version(simulator)  # raises SimulatorUnavailable
-    runner = _PortsOnlyVerilator() if simulator == "verilator" and visibility == "ports" else get_runner(simulator)
+    if simulator == "verilator":  # our main loop (tb.verilator_main) in every Verilator build
+        runner = _PortsOnlyVerilator() if visibility == "ports" else MainLoopVerilator()
+    else:
+        runner = get_runner(simulator)
     runner.log.setLevel(logging.WARNING)
     return runner
 
@@ -222,6 +228,7 @@ def build_manifest(spec: DutSpec, simulator: str, waves: bool) -> dict:
         "timescale": list(spec.timescale),
         "visibility": spec.visibility if simulator == "verilator" else "all",
         "waves": waves,
+        "main": main_digest() if simulator == "verilator" else None,
     }
 
 
@@ -461,11 +468,13 @@ def simulate(build_: Build, jobs: JobFile, directory: Path, *, waves: bool = Fal
         plusargs.append(f"+dumpfile_path={directory / (build_.spec.toplevel + '.fst')}")
     if build_.coverage is not None:
         plusargs += _coverage_plusargs(build_, directory)
+    if build_.simulator == "verilator":
+        plusargs += main_plusargs()
     log = directory / "sim.log"
     results = directory / "results.xml"
     # The job file is found as ./jobs.json (the simulation runs in `directory`): no process-wide
     # environment is touched, so simulations may be started from several threads at once.
-    env = {"COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO")}
+    env = {"COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO"), **cocotb_env()}
     start = time.perf_counter()
     code = 0
     try:

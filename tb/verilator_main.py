@@ -1,0 +1,50 @@
+"""Our Verilator simulation main (``tb/verilator_main.cpp``) in place of cocotb's ``verilator.cpp``.
+
+cocotb's main evaluates the model twice per clock half period: the clock write is an inertial VPI put,
+applied only after a first ``eval_step`` that has nothing to do. Ours applies queued puts (and settles the
+callbacks they trigger) before evaluating, so each half period of a quiet design costs one evaluation, as
+in NVDLA's own C++ harness; callbacks see the same values in the same order, so results are identical.
+``$DLA_VERILATOR_STOCK_LOOP=1`` makes a simulation run cocotb's loop unchanged (the plusarg
+``+dla_stock_loop``), for before/after measurements on the same build.
+
+``tb.runner`` builds every Verilator DUT with ``MainLoopVerilator`` and hashes ``main_digest()`` into
+the build's content hash.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from pathlib import Path
+
+from cocotb_tools.runner import Verilator
+
+#: The C++ main compiled into every Verilator build.
+MAIN_CPP = Path(__file__).resolve().with_name("verilator_main.cpp")
+#: Set to 1 to run cocotb's stock loop (same build): before/after measurements.
+STOCK_LOOP_ENV = "DLA_VERILATOR_STOCK_LOOP"
+
+
+@functools.lru_cache(maxsize=None)
+def main_digest() -> str:
+    """Content hash of the main, part of the build manifest (an edit rebuilds)."""
+    return hashlib.sha256(MAIN_CPP.read_bytes()).hexdigest()
+
+
+def plusargs() -> list[str]:
+    """Simulation plusargs for our main: ``+dla_stock_loop`` when ``$DLA_VERILATOR_STOCK_LOOP`` is set."""
+    value = os.environ.get(STOCK_LOOP_ENV, "").strip().lower()
+    return ["+dla_stock_loop"] if value in ("1", "yes", "true", "on", "y") else []
+
+
+class MainLoopVerilator(Verilator):
+    """cocotb's Verilator runner, compiling ``tb/verilator_main.cpp`` instead of cocotb's main."""
+
+    def _build_command(self):
+        cmds = super()._build_command()
+        first = [str(MAIN_CPP) if Path(str(a)).name == "verilator.cpp" and "cocotb" in str(a) else a
+                 for a in cmds[0]]
+        if str(MAIN_CPP) not in first:
+            raise RuntimeError("cocotb's Verilator build command has no verilator.cpp to replace")
+        cmds[0] = first
+        return cmds
