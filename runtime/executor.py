@@ -302,7 +302,7 @@ class Network:
         if isinstance(target, str) and target in NETWORK_TARGETS:
             module = importlib.import_module(NETWORK_TARGETS[target])
             return module.run_network(self, inputs, simulator=target, options=rtl_options, fallback=fallback,
-                                      profile=profile, raw=raw, report=report)
+                                      profile=profile, raw=raw, report=report, pipeline=pipeline)
         if fallback is not None:
             raise ExecutionError(f"fallback {fallback!r}: only simulator targets ({', '.join(NETWORK_TARGETS)}) "
                                  "lack engines to fall back from")

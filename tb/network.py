@@ -80,6 +80,9 @@ class NetworkJob:
     #: Per-operation interrupt budget, and for the whole simulation.
     op_timeout_cycles: int = BASE_OP_CYCLES
     total_timeout_cycles: int = BASE_OP_CYCLES
+    #: Start an operation while earlier ones still run (``Network.run``'s ``pipeline``); the per-operation
+    #: profile then is not collected (it needs one operation at a time).
+    pipeline: bool = False
 
     def write(self, path: Path) -> None:
         write_json(path, asdict(self))
@@ -252,7 +255,7 @@ def op_budget_cycles(net, settings: BenchSettings) -> int:
 def run_network(net, inputs: Mapping[str, np.ndarray] | np.ndarray, *, simulator: str,
                 options: Mapping | RtlOptions | None = None, fallback: str | None = None,
                 profile: Profile | None = None, raw: bool = False,
-                report: Callable[[str], None] | None = None) -> dict[str, np.ndarray]:
+                report: Callable[[str], None] | None = None, pipeline: bool = False) -> dict[str, np.ndarray]:
     """Run ``net`` (a ``runtime.executor.Network``) on every sample of ``inputs`` in one simulation;
     returns the outputs as ``Network.run`` does. Raises ExecutionError/MissingEngineError for bad input
     or a network the DUT cannot run, TargetSetupError when the simulator or the RTL is missing, and
@@ -298,7 +301,8 @@ def run_network(net, inputs: Mapping[str, np.ndarray] | np.ndarray, *, simulator
                      loadable=str(directory / "network.dla"), inputs=str(directory / "inputs.npz"),
                      input_names=names, outputs=str(directory / "outputs.npz"),
                      on_fallback=[list(k) for k in split.on_fallback], op_timeout_cycles=budget,
-                     total_timeout_cycles=budget * (n_ops * len(samples) + 1))
+                     total_timeout_cycles=budget * (n_ops * len(samples) + 1),
+                     pipeline=pipeline and profile is None and fallback is None)
     run = simulate(built, job, directory, waves=opts.wants_waves, test_module=TEST_MODULE)
     doc = _read_json(directory / "result.json")
     if doc is None or doc.get("status") != "ok":

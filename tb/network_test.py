@@ -62,8 +62,8 @@ async def network(dut) -> None:
         profile.clock = lambda: int(get_sim_time("ns") // settings.clock_ns)
         op_ns = job.op_timeout_cycles * settings.clock_ns
         start = get_sim_time("ns")
-        run = net.run_async(inputs, target=target, profile=profile, raw=True, timeout_ns=op_ns,
-                            fallback=fallback, on_fallback=on_fallback)
+        run = net.run_async(inputs, target=target, profile=None if job.pipeline else profile, raw=True,
+                            timeout_ns=op_ns, fallback=fallback, on_fallback=on_fallback, pipeline=job.pipeline)
         try:
             which, outs = await select(Timer(job.total_timeout_cycles * settings.clock_ns, "ns"), run,
                                        *(e.wait() for e in bench.dut_memory.violation_events()))

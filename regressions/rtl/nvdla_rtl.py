@@ -1,0 +1,41 @@
+"""NVDLA's own nv_small RTL as the DUT of the ``nvdla`` regressions (``test_nvdla_rtl_*.py``).
+
+The DUT is the named DUT ``nvdla-nv_small`` (``tb.duts``): NVDLA's file list, built by the testbench exactly as
+``--rtl-filelist`` would (so with the user-RTL defaults, e.g. 8192 idle cycles after reset) and cached under
+``build/sim`` by content hash, one build shared by every xdist worker. Tests skip, naming why, only when that
+RTL or Verilator is not there.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from runtime.suite import TargetSetupError
+from tb.runner import SimulatorUnavailable, simulator_version
+
+#: The named DUT (``tb.duts.NAMED_DUTS``) these suites verify.
+DUT_NAME = "nvdla-nv_small"
+CONFIG = "nv_small"
+SIMULATOR = "verilator"
+#: Simulations at once; `make regress` gives each xdist worker one core (DLA_SIM_WORKERS=1).
+SIM_WORKERS = int(os.environ.get("DLA_SIM_WORKERS", "2"))
+#: ``DLA_NVDLA_RTL=full`` (levels ci and up, ``levels.toml``): every trace, zoo network and loadable;
+#: unset (``make test``): a handful of each, so `make test` stays well inside its budget.
+FULL = os.environ.get("DLA_NVDLA_RTL", "") == "full"
+
+
+def nvdla_rtl_options(**extra: object) -> dict:
+    """``tb.suite.RtlOptions`` fields selecting NVDLA's nv_small RTL; skips the test when its file list or
+    Verilator is missing."""
+    from tb.duts import named_dut
+
+    try:
+        filelist = named_dut(DUT_NAME)
+    except TargetSetupError as exc:
+        pytest.skip(str(exc))
+    try:
+        simulator_version(SIMULATOR)
+    except SimulatorUnavailable as exc:
+        pytest.skip(f"{SIMULATOR} is not installed ({exc})")
+    return {"filelist": str(filelist), **extra}
