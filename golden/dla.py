@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from golden.cbuf import CbufState
 from golden.config import HwConfig
 from golden.dma import Traffic
 from golden.engines import ENGINES, Engine, OpContext, load_engines
@@ -148,6 +149,8 @@ class Dla:
         self.history: list[tuple[tuple[str, ...], dict[str, int]]] = []
         #: Set to count the bytes each engine reads and writes (profiling); None costs nothing.
         self.traffic: Traffic | None = None
+        #: What the previous convolution left in the CBUF (ring pointers, kept data and weights).
+        self.cbuf = CbufState(hw)
         #: Operations queued and not yet launched, per unit of an engine with a CommandQueue (BDMA).
         self.queues: dict[str, list[dict[int, int]]] = {
             eng.units[0]: [] for eng in self.engines.values() if eng.queue is not None
@@ -332,6 +335,7 @@ class Dla:
             views.update(self._views(eng))
         data = None
         reported: dict[tuple[str, str], int] = {}
+        cbuf = self.cbuf.begin(views, self.mem) if "CSC" in views else None
         for eng in chain:
             ctx = OpContext(
                 hw=self.hw,
@@ -339,6 +343,7 @@ class Dla:
                 regs=views,
                 flying_input=data,
                 lut={u: self.units[u].lut for u in eng.lut_units},
+                cbuf=cbuf if "CSC" in eng.units else None,
             )
             data = eng.run(ctx)
             reported.update(ctx.status)
@@ -358,6 +363,8 @@ class Dla:
             st = self.units[unit]
             st.groups[group][st.unit.op_enable_offset] = 0
             st.consumer ^= 1
+        if cbuf is not None:
+            self.cbuf.end(cbuf, f"operation #{len(self.history)} (convolution, CDMA group {groups.get('CDMA', 0)})")
         self.history.append((tuple(e.name for e in chain), groups))
         for observer in OP_OBSERVERS:
             observer(self.hw, tuple(e.name for e in chain), views, reported)

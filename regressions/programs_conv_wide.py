@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from compiler.codegen.conv import weight_fetch_bytes
 from compiler.codegen.program import RegProgram
 from golden.config import HwConfig
 from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, Program
@@ -108,11 +109,6 @@ def data_banks(c: int, h: int, w: int, hw: HwConfig | None = None) -> int:
     return -(-h * entries_per_slice(c, w) // per_bank)
 
 
-def weight_fetch_bytes(k: int, c: int, r: int, s: int) -> int:
-    """D_WEIGHT_BYTES: the kernels' bytes rounded up to 128."""
-    return -(-k * c * r * s * BPE // 128) * 128
-
-
 # ---- the program ------------------------------------------------------------------------------------------
 def program_conv_wide(hw: HwConfig, layer: WideConvLayer) -> Program:
     """The register program and memory image of ``layer``; its output region is the SDP's cube."""
@@ -126,7 +122,7 @@ def program_conv_wide(hw: HwConfig, layer: WideConvLayer) -> Program:
     proc, src = _PRECISION[layer.precision], _PRECISION[layer.source_precision]
     eps, banks = entries_per_slice(c, w), data_banks(c, h, w, hw)
     wbytes = pack_weights16(layer.w, hw)
-    wsize = weight_fetch_bytes(k, c, r, s)
+    wsize = weight_fetch_bytes(hw, k, c, r, s, BPE)
     line, surf = w * atom * BPE, h * w * atom * BPE
     oline, osurf = ow * atom * BPE, oh * ow * atom * BPE
 

@@ -164,7 +164,7 @@ def program_image_conv(hw: HwConfig, layer: ImageLayer) -> Program:
     if len(sizes) == 2:
         p.memory.append((UV_BASE, _plane_image(layer.plane1, uv)))  # type: ignore[arg-type]
     packed = pack_image_weights(layer.w, hw, layer.y_extension)
-    wbytes = weight_fetch_bytes(1, 1, 1, len(packed))
+    wbytes = weight_fetch_bytes(hw, 1, 1, 1, len(packed))
     p.memory.append((WEIGHT_BASE, packed + bytes(wbytes - len(packed))))
     dst = packed_cube(DST_BASE, k, oh, ow, atom)
     p.output = (DST_BASE, -(-k // atom) * dst.surface_stride)

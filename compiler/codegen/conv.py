@@ -3,14 +3,18 @@ from __future__ import annotations
 
 from compiler.codegen.program import Cube, Loc, OperandPlacement, RegProgram, pointers
 from compiler.codegen.sdp import emit_sdp, sdp_enables
+from golden.config import HwConfig
 from golden.engines.conv import cbuf_geometry, entries_per_slice
 
 CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 
 
-def weight_fetch_bytes(k: int, c: int, r: int, s: int) -> int:
-    """D_WEIGHT_BYTES: the kernels' bytes rounded up to 128 (a multiple of every CBUF width)."""
-    return -(-k * c * r * s // 128) * 128
+def weight_fetch_bytes(hw: HwConfig, k: int, c: int, r: int, s: int, bpe: int = 1) -> int:
+    """D_WEIGHT_BYTES: the kernels' bytes rounded up to whole CBUF entries, exactly the entries CSC consumes
+    and releases. Fetching more leaves entries in the weight banks that the next convolution with the same
+    bank split would read as its first weights (``golden.cbuf``)."""
+    entry = cbuf_geometry(hw)[0]
+    return -(-k * c * r * s * bpe // entry) * entry
 
 
 def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, int, int], dst: Cube, conv,
@@ -27,7 +31,7 @@ def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, in
     eps = entries_per_slice(hw, c, w)  # CBUF entries per input line, as the CBUF rule demands
     if data_banks is None:
         data_banks = -(-h * eps // cbuf_geometry(hw)[1])
-    wbytes = weight_fetch_bytes(k, c, r, s)
+    wbytes = weight_fetch_bytes(hw, k, c, r, s)
     pad_raw = conv.pad_value & 0xFF
     (sy, sx), (dy, dx), (pt, pl) = conv.stride, conv.dilation, conv.pad
     rdma = emit_sdp(p, None, dst, sdp, operands, ram_type, enable=False)
@@ -81,6 +85,9 @@ def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, in
     p.reg("CSC", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
     p.reg("CSC", "D_ZERO_PADDING_VALUE", pad_raw)
     p.reg("CSC", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=weight_banks)
+    # Release every input slice at the end (the reset value releases 2, more than a 1-line input holds, which
+    # leaves CSC's data pointer ahead of CDMA's for the next convolution with the same bank split).
+    p.reg("CSC", "D_RELEASE", RLS_SLICES=h - 1)
     p.reg("CACC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
     p.reg("CACC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
     p.addr("CACC", "D_DATAOUT_ADDR", dst.loc)

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
 from golden.config import HwConfig
 from golden.memory import Memory
 from golden.regs import RegView
+
+if TYPE_CHECKING:
+    from golden.cbuf import ConvCbuf
 
 
 @dataclass
@@ -36,6 +39,8 @@ class OpContext:
     lut: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)
     #: Read-only status registers an engine reports back, {(unit, register): value}.
     status: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: CBUF state a convolution starts from (``golden.cbuf``), given by ``Dla``; None when run alone (from reset).
+    cbuf: ConvCbuf | None = None
 
     def report(self, unit: str, register: str, value: int) -> None:
         self.status[(unit, register)] = value & 0xFFFFFFFF

@@ -474,6 +474,9 @@ def run(ctx: OpContext) -> np.ndarray:
     """One direct convolution; returns the CACC cube (C_pad, OH, OW) int64 handed to SDP on the fly, C_pad being
     the output channels rounded up to the memory atom (padding lanes are 0); FP32 as np.float32 for fp16."""
     hw, regs = ctx.hw, dict(ctx.regs)
+    plan = ctx.cbuf
+    if plan is not None and (plan.data is not None or plan.weights is not None) and plan.mode != "direct":
+        raise UnsupportedError("CSC", f"reuse of resident CBUF data or weights is not modelled in {plan.mode} mode")
     if conv_winograd.conv_mode(regs, hw) == conv_winograd.CONV_MODE_WINOGRAD:
         return conv_winograd.run(ctx)
     if regs["CDMA"].D_DATAIN_FORMAT.DATAIN_FORMAT or regs["CSC"].D_DATAIN_FORMAT.DATAIN_FORMAT:
@@ -486,6 +489,8 @@ def run(ctx: OpContext) -> np.ndarray:
         return conv_batch.run(ctx, run)
     geom = decode(regs, hw)
     if geom.dtype == "fp16":
+        if plan is not None and (plan.data is not None or plan.weights is not None):
+            raise UnsupportedError("CSC", "reuse of resident CBUF data or weights is not modelled for fp16")
         if conv_wcomp.is_compressed(regs, hw):  # conv_fp16 fetches its weights itself, uncompressed
             raise UnsupportedError("CDMA", "compressed fp16 weights are not modelled (conv_fp16 reads them plain)")
         from golden.engines import conv_fp16  # FP32 out (np.float32), the cmod's fp16 CMAC/CACC
@@ -502,13 +507,21 @@ def run(ctx: OpContext) -> np.ndarray:
     )
     fspace = ram_space(hw, ctx.mem, cdma.D_DAIN_RAM_TYPE, "DATAIN_RAM_TYPE")
     fbase = dma_address(hw, cdma, "D_DAIN_ADDR", "_0")
-    x = _read_feature(fspace, fbase, layout, geom.channels)
-    cvt = cdma.D_CVT_CFG
-    if cvt.CVT_EN:
-        offset, scale = cdma.D_CVT_OFFSET.signed("CVT_OFFSET"), cdma.D_CVT_SCALE.signed("CVT_SCALE")
-        x = cdma_convert(x, offset, scale, cvt.CVT_TRUNCATE, 8 * geom.bpe)
+    if plan is not None and plan.data is not None:  # DATA_REUSE: CSC reads the resident, converted cube
+        x = plan.data
+    else:
+        x = _read_feature(fspace, fbase, layout, geom.channels)
+        cvt = cdma.D_CVT_CFG
+        if cvt.CVT_EN:
+            offset, scale = cdma.D_CVT_OFFSET.signed("CVT_OFFSET"), cdma.D_CVT_SCALE.signed("CVT_SCALE")
+            x = cdma_convert(x, offset, scale, cvt.CVT_TRUNCATE, 8 * geom.bpe)
+        if plan is not None:
+            plan.cube = x
 
-    raw = conv_wcomp.read_weights(hw, ctx.mem, regs, geom.kernels, geom.weight_bytes // geom.kernels, geom.dtype)
+    if plan is not None and plan.weights is not None:  # WEIGHT_REUSE: the weights an earlier operation kept
+        raw = np.frombuffer(plan.weights, dtype=np.uint8)
+    else:
+        raw = conv_wcomp.read_weights(hw, ctx.mem, regs, geom.kernels, geom.weight_bytes // geom.kernels, geom.dtype)
     w = unpack_weights(raw, geom, hw)
 
     _check_assembly_bound(x, w, geom)

@@ -103,7 +103,7 @@ def conv_layers(draw, hw: HwConfig | None = None) -> programs.ConvLayer:
     # Kernels: partial groups of atomic K; the weights must fit the banks the data leaves free.
     free = min((b.cbuf_bank_number - data_banks_needed(b, c, h, w)) * b.cbuf_bank_depth * b.cbuf_bank_width
                for b in cbufs)
-    k_fit = next((k for k in range(2 * max(mac_k, atom) + 1, 0, -1) if weight_fetch_bytes(k, c, r, s) <= free), 0)
+    k_fit = next((k for k in range(2 * max(mac_k, atom) + 1, 0, -1) if all(weight_fetch_bytes(b, k, c, r, s) <= free for b in cbufs)), 0)
     assume(k_fit >= 1)
     k_top = max(1, min(k_fit, WORK // (oh * ow * c * r * s)))
     k = draw(st.one_of(st.integers(1, k_top), st.just(min(mac_k, k_top))))

@@ -1,0 +1,132 @@
+"""CBUF state across convolutions (golden/cbuf.py): what NVDLA's RTL keeps between operations with the same
+bank split, and the programs it computes differently from two independent convolutions."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler.codegen import conv as codegen_conv
+from golden.config import get_config
+from golden.dla import Dla
+from golden.errors import ConfigError
+from regressions.programs import WEIGHT_BASE, ConvLayer, Program, program_conv
+
+HW = get_config("nv_small")
+
+
+def _layer(seed: int, c: int = 20, h: int = 6, w: int = 6, k: int = 10, r: int = 3) -> ConvLayer:
+    rng = np.random.default_rng(seed)
+    return ConvLayer(x=rng.integers(-20, 20, (c, h, w)), w=rng.integers(-20, 20, (k, c, r, r)),
+                     out_cvt=(0, 1, 6))
+
+
+def _program(layer: ConvLayer, group: int = 0, **overrides: int) -> Program:
+    """The layer's program in ping-pong ``group``, with register words replaced (``CDMA_D_MISC_CFG=...``
+    sets that register in every conv unit that has it, for the CSC too)."""
+    p = program_conv(HW, layer)
+    writes = []
+    for name, value in p.writes:
+        reg = name.split(".")[1].removesuffix("_0")
+        if reg == "S_POINTER":
+            value = group
+        for key, v in overrides.items():
+            if reg == key and name.split(".")[0] in ("NVDLA_CDMA", "NVDLA_CSC"):
+                value = v
+        writes.append((name, value))
+    p.writes = writes
+    return p
+
+
+def _alone(layer: ConvLayer) -> bytes:
+    return program_conv(Dla(HW), layer)
+
+
+def _in_sequence(first: Program, second: Program, clobber=None) -> bytes:
+    """Run ``first`` then ``second`` on one Dla; ``clobber(dla)`` runs after the second's memory image is
+    loaded, just before its registers are written."""
+    dla = Dla(HW)
+    first.run(dla)
+    for addr, data in second.memory:
+        dla.mem.write(addr, data)
+    if clobber is not None:
+        clobber(dla)
+    return Program(second.writes, [], second.output).run(dla)
+
+
+SKIP_WEIGHT_RLS, WEIGHT_REUSE, SKIP_DATA_RLS, DATA_REUSE = 1 << 28, 1 << 20, 1 << 24, 1 << 16
+
+
+def test_exact_weight_fetch_carries_nothing_over() -> None:
+    a, b = _layer(1), _layer(2)
+    assert _in_sequence(_program(a), _program(b, 1)) == _alone(b)
+
+
+def test_weight_entries_fetched_but_not_consumed_are_refused_with_the_same_split() -> None:
+    """LeNet's fc1#0 on NVDLA's RTL: conv2 fetched 11 entries more than its kernels span, so fc1#0's CSC read
+    them as its first weights and every output differed. Golden names the register and the earlier op."""
+    a, b = _layer(1), _layer(2)
+    used = 10 * 20 * 3 * 3
+    over = _program(a, D_WEIGHT_BYTES=-(-used // 128) * 128 + 128)
+    with pytest.raises(ConfigError, match=r"CDMA\.D_BANK\.WEIGHT_BANK: \d+ weight entries operation #0"):
+        _in_sequence(over, _program(b, 1))
+
+
+def test_a_new_bank_split_flushes_the_cbuf() -> None:
+    a, b = _layer(1), _layer(2)
+    over = _program(a, D_WEIGHT_BYTES=-(-10 * 20 * 9 // 128) * 128 + 128)
+    bank = dict(_program(b, 1).writes)["NVDLA_CDMA.D_BANK_0"]
+    other_split = bank - (1 << 16)  # one weight bank fewer
+    assert _in_sequence(over, _program(b, 1, D_BANK=other_split)) == _alone(b)
+
+
+def test_over_release_of_data_slices_is_refused() -> None:
+    """RLS_SLICES + 1 greater than the input height (the reset value releases 2 slices) leaves CSC's data
+    pointer ahead of CDMA's."""
+    a, b = _layer(1, h=1, r=1), _layer(2)
+    with pytest.raises(ConfigError, match=r"CSC\.D_RELEASE\.RLS_SLICES: operation #0 \(convolution.*released 1 more"):
+        _in_sequence(_program(a, D_RELEASE=1), _program(b, 1))
+
+
+def test_weight_reuse_reads_the_kept_weights_not_memory() -> None:
+    """SKIP_WEIGHT_RLS keeps the weights; WEIGHT_REUSE makes CDMA fetch nothing, so overwriting them in
+    memory between the two operations changes nothing."""
+    a = _layer(1)
+    b = ConvLayer(x=_layer(2).x, w=a.w, out_cvt=a.out_cvt)
+    first, second = _program(a, D_MISC_CFG=SKIP_WEIGHT_RLS), _program(b, 1, D_MISC_CFG=WEIGHT_REUSE)
+
+    def clobber(dla: Dla) -> None:
+        dla.mem.write(WEIGHT_BASE, bytes(4096))
+
+    assert _in_sequence(first, second, clobber) == _alone(b)
+    # Without reuse the zeroed weights are fetched: the result changes, so the test above can fail.
+    plain = _program(b, 1)
+    assert _in_sequence(_program(a), plain, clobber) != _alone(b)
+
+
+def test_weights_kept_but_not_reused_are_released_at_the_next_start() -> None:
+    a, b = _layer(1), _layer(2)
+    assert _in_sequence(_program(a, D_MISC_CFG=SKIP_WEIGHT_RLS), _program(b, 1)) == _alone(b)
+
+
+def test_data_reuse_reads_the_resident_cube() -> None:
+    a = _layer(1)
+    b = ConvLayer(x=a.x, w=_layer(2).w, out_cvt=a.out_cvt)
+    first, second = _program(a, D_MISC_CFG=SKIP_DATA_RLS), _program(b, 1, D_MISC_CFG=DATA_REUSE)
+
+    def clobber(dla: Dla) -> None:
+        dla.mem.write(0x8000_0000, bytes(4096))
+
+    assert _in_sequence(first, second, clobber) == _alone(b)
+
+
+def test_data_reuse_of_another_shape_is_refused() -> None:
+    a, b = _layer(1), _layer(2, w=5)
+    with pytest.raises(ConfigError, match=r"CDMA\.D_MISC_CFG\.DATA_REUSE: reuses operation #0 \(convolution.*'s 6x6x20 input"):
+        _in_sequence(_program(a, D_MISC_CFG=SKIP_DATA_RLS), _program(b, 1, D_MISC_CFG=DATA_REUSE))
+
+
+def test_compiler_fetches_exactly_the_entries_the_kernels_span() -> None:
+    for hw in (get_config("nv_small"), get_config("nv_full")):
+        entry = codegen_conv.cbuf_geometry(hw)[0]
+        got = codegen_conv.weight_fetch_bytes(hw, 50, 20, 5, 5)
+        assert got % entry == 0 and 0 <= got - 50 * 20 * 25 < entry
