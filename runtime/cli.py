@@ -50,7 +50,8 @@ from runtime.suite import (
 )
 
 #: Options that only make sense on a simulator target.
-_SIM_OPTIONS = ("dut", "rtl_filelist", "toplevel", "define", "sim_arg", "timeout_cycles", "reset_idle_cycles")
+_SIM_OPTIONS = ("dut", "rtl_filelist", "toplevel", "define", "sim_arg", "timeout_cycles", "reset_idle_cycles",
+                "axi_random")
 
 
 def _write_junit(path: Path, outcomes: list[Outcome], seconds: float) -> None:
@@ -93,7 +94,7 @@ def _sim_options(args: argparse.Namespace) -> dict:
     return {
         "dut_name": args.dut, "filelist": args.rtl_filelist, "toplevel": args.toplevel, "defines": defines,
         "sim_args": list(args.sim_arg or []), "timeout_cycles": args.timeout_cycles,
-        "reset_idle_cycles": args.reset_idle_cycles,
+        "reset_idle_cycles": args.reset_idle_cycles, "axi_random": args.axi_random,
     }
 
 
@@ -481,6 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
     rtl.add_argument("--reset-idle-cycles", type=int, metavar="N",
                      help="idle cycles after reset before the first register access (default 64 for rtl/, "
                           "8192 with --rtl-filelist or an NVDLA --dut)")
+    rtl.add_argument("--axi-random", type=int, metavar="SEED",
+                     help="random AXI timing from SEED: latencies, stalls on every channel, out-of-order reads "
+                          "across IDs (default: $DLA_AXI_RANDOM, else off)")
     t.set_defaults(func=cmd_trace)
 
     c = sub.add_parser("compile", help="compile a Caffe or ONNX model into a loadable")
@@ -542,6 +546,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="budget of each DLA operation in clock cycles (default scales with its data)")
     rsim.add_argument("--reset-idle-cycles", type=int, metavar="N",
                       help="idle cycles after reset (default 64 for rtl/, 8192 with --rtl-filelist or an NVDLA --dut)")
+    rsim.add_argument("--axi-random", type=int, metavar="SEED",
+                      help="random AXI timing from SEED (as for dla trace; default: $DLA_AXI_RANDOM, else off)")
     r.set_defaults(func=cmd_run)
 
     i = sub.add_parser("inspect", help="print what a loadable holds: regions, tensors, tasks, memory plan")

@@ -29,8 +29,9 @@ from runtime.txn import parse_trace
 from tb.budget import trace_budget
 from tb.csb import CsbMaster
 from tb.engines import DutCapabilities, not_applicable, probe_cfgrom, required_engines
+from tb.fastmem import make_dut_memory
 from tb.interrupt import InterruptMonitor
-from tb.memory import DutInterfaceError, DutMemory
+from tb.memory import AxiTiming, DutInterfaceError, DutMemory
 from tb.results import ABORTED, BenchSettings, TraceJob, write_json
 from tb.target import RtlTarget
 
@@ -100,7 +101,9 @@ class Testbench:
         self.csb.idle()
         await ClockCycles(self.core_clock, s.reset_cycles)
         # Built while reset holds the DUT's outputs at known values; AxiRam follows dla_reset_rstn.
-        self.dut_memory = DutMemory(self.dut, self.core_clock, self.resets[0] if self.resets else None, self.memory)
+        timing = None if s.axi_random is None else AxiTiming(s.axi_random, s.clock_ns)
+        self.dut_memory = make_dut_memory(self.dut, self.core_clock, self.resets[0] if self.resets else None,
+                                          self.memory, timing)  # tb.fastmem unless timing is random
         self.interrupt = InterruptMonitor(self.dut.dla_intr)
         for r in self.resets:
             r.value = 1
@@ -214,6 +217,10 @@ async def run_job(dut, job: TraceJob, settings: BenchSettings, target_name: str)
         if play_start is not None:
             sim["play_cycles"] = int((now - play_start) / settings.clock_ns)
             sim["budget_cycles"] = budget
+            if settings.axi_random is not None:
+                sim["axi_random"] = settings.axi_random
+                if bench is not None and bench.dut_memory is not None:
+                    sim["axi_reordered"] = bench.dut_memory.reordered
         if bench is not None:
             sim["csb_reads"], sim["csb_writes"] = bench.csb.reads, bench.csb.writes
         write_json(job.result, result)

@@ -15,6 +15,14 @@ NVDLA's AXI ports differ from what cocotbext-axi's channel classes require:
 NVDLA's single-beat transfers and several AXI IDs in flight need nothing special: AxiRam answers every
 ID, in order, which AXI allows.
 
+Random AXI timing (``AxiTiming``, off unless a seed is given: ``DLA_AXI_RANDOM=SEED``/``--axi-random``):
+every channel stalls at random through cocotbext-axi's pause generators (ready low on AR, AW and W;
+valid withheld on R and B), each read burst waits a random latency and, among bursts whose latency has
+passed, the next one served is picked at random from the oldest of each ARID (so responses to different
+IDs come back out of order, those of one ID never), and each write response waits a random latency
+(in order). Every channel draws from its own ``random.Random`` seeded by (seed, port, channel): a seed
+replays the same timing for the same DUT behaviour.
+
 A protocol violation by the DUT (a burst crossing 4 KiB, WLAST in the wrong beat) makes cocotbext-axi's
 slave assert. Left alone, that exception would abort the cocotb test with a bare ``assert`` message;
 ``GuardedAxiRam`` records it as a ``violation`` (port, channel, sim time, message) and sets ``violated``
@@ -23,10 +31,15 @@ so the testbench can FAIL the trace with that message at once.
 from __future__ import annotations
 
 import logging
+import random
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
 
+import cocotb
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import Event
-from cocotbext.axi import AxiBus
+from cocotb.triggers import Event, RisingEdge, Timer
+from cocotbext.axi import AxiBurstType, AxiBus, AxiResp
 from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 from cocotbext.axi.axi_channels import AxiARBus, AxiAWBus, AxiBBus, AxiRBus, AxiWBus
 from cocotbext.axi.memory import Memory as AxiMemoryMixin
@@ -199,18 +212,169 @@ class _GuardedRead(_Guard, AxiRamRead):
         await self._guarded(super()._process_read)
 
 
-class GuardedAxiRam(AxiMemoryMixin):
-    """cocotbext-axi's ``AxiRam`` (same parts, same storage) whose protocol assertions are recorded."""
+# ---- random timing -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AxiTiming:
+    """Random AXI timing of the testbench's memory, reproducible from ``seed``."""
 
-    def __init__(self, bus: AxiBus, clock, reset=None, reset_active_level=True, *, mem, port: str) -> None:
+    seed: int
+    clock_ns: int = 10
+    #: Cycles between an accepted AR and its first R beat: uniform in [0, max].
+    max_read_latency: int = 48
+    #: Cycles between a burst's last W beat and its B: uniform in [0, max].
+    max_write_latency: int = 32
+    #: Probability that a channel stalls in a cycle (ready low on AR/AW/W, valid withheld on R/B).
+    stall: float = 0.25
+
+    def rng(self, port: str, channel: str) -> random.Random:
+        """The channel's own generator: one channel's draws never shift another's."""
+        return random.Random(f"{self.seed}/{port}/{channel}")
+
+    def stalls(self, port: str, channel: str) -> Iterator[bool]:
+        """Pause pattern for cocotbext-axi's ``set_pause_generator``: one bool per clock cycle."""
+        rng = self.rng(port, f"{channel}-stall")
+        while True:
+            yield rng.random() < self.stall
+
+
+def _now_ns() -> int:
+    """Simulation time in whole ns (float ns would make Timer durations unrepresentable in ps)."""
+    return round(get_sim_time("ns"))
+
+
+class _DelayedSource:
+    """A source channel (B) whose ``send`` returns at once and delivers each item a random number of
+    cycles later, in order; everything else is the wrapped channel's."""
+
+    def __init__(self, channel, delay: Callable[[], int], clock_ns: int) -> None:
+        self._channel, self._delay, self._clock_ns = channel, delay, clock_ns
+        self._queue: deque[tuple[int, Any]] = deque()
+        self._wake = Event()
+        self._feeder = None
+
+    def __getattr__(self, name: str):
+        return getattr(self._channel, name)
+
+    async def send(self, obj) -> None:
+        self._queue.append((_now_ns() + self._delay() * self._clock_ns, obj))
+        self._wake.set()
+        if self._feeder is None:
+            self._feeder = cocotb.start_soon(self._feed())
+
+    def clear(self) -> None:
+        self._queue.clear()
+        self._channel.clear()
+
+    async def _feed(self) -> None:
+        while True:
+            if not self._queue:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            due, obj = self._queue[0]
+            now = _now_ns()
+            if due > now:
+                await Timer(due - now, "ns")
+            self._queue.popleft()
+            await self._channel.send(obj)
+
+
+@dataclass
+class _Burst:
+    arid: int
+    due_ns: int
+    ar: Any
+
+
+class _OutOfOrderRead(_GuardedRead):
+    """AxiRam's read side serving bursts after a random latency, out of order across ARIDs."""
+
+    timing: AxiTiming
+    rng: random.Random
+    #: Bursts served before an older pending burst (of another ARID): proof the reordering happens.
+    reordered: int = 0
+
+    async def _process_read(self) -> None:
+        await self._guarded(self._serve)
+
+    async def _serve(self) -> None:
+        pending: list[_Burst] = []  # in arrival order
+        edge = RisingEdge(self.clock)
+
+        def arrive(ar) -> None:
+            due = _now_ns() + self.rng.randint(0, self.timing.max_read_latency) * self.timing.clock_ns
+            pending.append(_Burst(int(getattr(ar, "arid", 0)), due, ar))
+
+        while True:
+            if not pending:
+                arrive(await self.ar_channel.recv())
+            while not self.ar_channel.empty():
+                arrive(self.ar_channel.recv_nowait())
+            now = _now_ns()
+            heads: dict[int, _Burst] = {}
+            for b in pending:
+                heads.setdefault(b.arid, b)  # only the oldest burst of an ID may go: same-ID order holds
+            due = [b for b in heads.values() if b.due_ns <= now]
+            if not due:
+                await edge
+                continue
+            burst = self.rng.choice(due)
+            self.reordered += burst is not pending[0]
+            pending.remove(burst)
+            await self._send_burst(burst.arid, burst.ar)
+
+    async def _send_burst(self, arid: int, ar) -> None:
+        """The R beats of one burst (cocotbext-axi's read loop, with its checks)."""
+        addr = int(ar.araddr)
+        length = int(getattr(ar, "arlen", 0)) + 1
+        size = int(getattr(ar, "arsize", self.max_burst_size))
+        burst = AxiBurstType(int(getattr(ar, "arburst", AxiBurstType.INCR)))
+        num_bytes = 2 ** size
+        assert 0 < num_bytes <= self.byte_lanes
+        cur = (addr // num_bytes) * num_bytes
+        total = num_bytes * length
+        if burst == AxiBurstType.INCR:
+            assert 0x1000 - (cur & 0xFFF) >= total  # no 4 KiB crossing
+        low = (addr // total) * total
+        for n in range(length):
+            r = self.r_channel._transaction_obj()
+            r.rid, r.rlast, r.rresp = arid, n == length - 1, AxiResp.OKAY
+            word = (cur // self.byte_lanes) * self.byte_lanes
+            r.rdata = int.from_bytes(await self._read(word, self.byte_lanes), "little")
+            await self.r_channel.send(r)
+            if burst != AxiBurstType.FIXED:
+                cur += num_bytes
+                if burst == AxiBurstType.WRAP and cur == low + total:
+                    cur = low
+
+
+class GuardedAxiRam(AxiMemoryMixin):
+    """cocotbext-axi's ``AxiRam`` (same parts, same storage) whose protocol assertions are recorded; with
+    ``timing``, random latencies, stalls and out-of-order read responses."""
+
+    def __init__(self, bus: AxiBus, clock, reset=None, reset_active_level=True, *, mem, port: str,
+                 timing: AxiTiming | None = None) -> None:
         self.port = port
         self.violations: list[str] = []
         self.violated = Event()
         super().__init__(len(mem), mem)
         self.write_if = _GuardedWrite(bus.write, clock, reset, reset_active_level, mem=self.mem)
-        self.read_if = _GuardedRead(bus.read, clock, reset, reset_active_level, mem=self.mem)
+        read_cls = _GuardedRead if timing is None else _OutOfOrderRead
+        self.read_if = read_cls(bus.read, clock, reset, reset_active_level, mem=self.mem)
         for part, channel in ((self.write_if, "write"), (self.read_if, "read")):
             part.owner, part.channel = self, channel
+        if timing is not None:
+            self._randomize(timing)
+
+    def _randomize(self, timing: AxiTiming) -> None:
+        """Stalls on every channel, B latency, and the read side's generator."""
+        w, r = self.write_if, self.read_if
+        for name, channel in (("aw", w.aw_channel), ("w", w.w_channel), ("b", w.b_channel),
+                              ("ar", r.ar_channel), ("r", r.r_channel)):
+            channel.set_pause_generator(timing.stalls(self.port, name))
+        b_rng = timing.rng(self.port, "b-latency")
+        w.b_channel = _DelayedSource(w.b_channel, lambda: b_rng.randint(0, timing.max_write_latency), timing.clock_ns)
+        r.timing, r.rng = timing, timing.rng(self.port, "r-order")
 
     def record(self, channel: str, message: str) -> None:
         self.violations.append(f"AXI protocol violation on {self.port} ({channel}) at "
@@ -221,8 +385,9 @@ class GuardedAxiRam(AxiMemoryMixin):
 class DutMemory:
     """Serves every NVDLA memory port the DUT has from one golden ``Memory``."""
 
-    def __init__(self, dut, clock, reset, memory: Memory | None = None) -> None:
+    def __init__(self, dut, clock, reset, memory: Memory | None = None, timing: AxiTiming | None = None) -> None:
         self.memory = memory if memory is not None else Memory()
+        self.timing = timing
         self.rams: dict[str, GuardedAxiRam] = {}
         for port, name in MEMORY_PORTS.items():
             missing = missing_axi_signals(dut, port)
@@ -235,7 +400,7 @@ class DutMemory:
             view = AddressSpaceView(self.memory.space(name), 1 << addr_bits)
             for ch in ("aw", "w", "b", "ar", "r"):
                 logging.getLogger(f"cocotb.{dut._name}.{port}_{ch}").setLevel(AXI_LOG_LEVEL)
-            self.rams[name] = GuardedAxiRam(bus, clock, reset, False, mem=view, port=port)
+            self.rams[name] = GuardedAxiRam(bus, clock, reset, False, mem=view, port=port, timing=timing)
         if "pri_mem" not in self.rams:
             raise DutInterfaceError("DUT has no primary memory port nvdla_core2dbb_*")
 
@@ -245,6 +410,11 @@ class DutMemory:
     @property
     def violations(self) -> list[str]:
         return [v for ram in self.rams.values() for v in ram.violations]
+
+    @property
+    def reordered(self) -> int:
+        """Read bursts answered out of order so far (random timing only)."""
+        return sum(getattr(ram.read_if, "reordered", 0) for ram in self.rams.values())
 
     def violation_events(self) -> list[Event]:
         return [ram.violated for ram in self.rams.values()]

@@ -45,6 +45,8 @@ class BenchSettings:
     #: The DUT is our RTL (``rtl/``): on an address map without a CFGROM (nvdlav1's) the testbench takes the
     #: CFGROM words our RTL would have (``tb.rtl_headers.rtl_cfgrom_values``) instead of assuming everything.
     builtin_rtl: bool = False
+    #: Random AXI timing of the memory (``tb.memory.AxiTiming``) from this seed; None: the plain AxiRam.
+    axi_random: int | None = None
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,10 @@ from tb.runner import (
 #: Idle cycles after reset: our RTL is ready at once; NVDLA's own RTL needs thousands of cycles.
 RESET_IDLE_BUILTIN = 64
 RESET_IDLE_USER = 8192
+#: ``DLA_AXI_RANDOM=SEED``: random AXI timing (latency, stalls, out-of-order reads) unless the options say.
+AXI_RANDOM_ENV = "DLA_AXI_RANDOM"
+#: Budgets are multiplied by this under random AXI timing (stalls and latencies slow every transfer).
+AXI_RANDOM_TIMEOUT_SCALE = 4.0
 #: How often the parent looks for new result files.
 _POLL_S = 0.05
 
@@ -68,6 +72,8 @@ class RtlOptions:
     nposted_writes: bool = False
     #: A DUT given directly (tests, regressions) instead of ``filelist`` / ``rtl/``.
     dut: DutSpec | None = None
+    #: Random AXI timing from this seed (``--axi-random``); None: ``$DLA_AXI_RANDOM``, else off.
+    axi_random: int | None = None
     #: A named DUT (``--dut``, ``tb.duts.NAMED_DUTS``): resolved into ``filelist`` here, so a named NVDLA
     #: DUT is built and driven exactly like ``--rtl-filelist`` (user-RTL defaults included).
     dut_name: str | None = None
@@ -139,12 +145,27 @@ def dut_for(config: str, opts: RtlOptions) -> DutSpec:
         raise TargetSetupError(str(exc)) from None
 
 
+def axi_random_seed(opts: RtlOptions) -> int | None:
+    """The random-AXI-timing seed: the options', else ``$DLA_AXI_RANDOM`` (empty or unset: off)."""
+    if opts.axi_random is not None:
+        return opts.axi_random
+    value = os.environ.get(AXI_RANDOM_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        return int(value, 0)
+    except ValueError:
+        raise TargetSetupError(f"{AXI_RANDOM_ENV}={value!r}: expected an integer seed") from None
+
+
 def settings_for(opts: RtlOptions) -> BenchSettings:
     idle = opts.reset_idle_cycles
     if idle is None:
         idle = RESET_IDLE_USER if opts.filelist else RESET_IDLE_BUILTIN
+    seed = axi_random_seed(opts)
     return BenchSettings(reset_idle_cycles=idle, timeout_cycles=opts.timeout_cycles,
-                         nposted_writes=opts.nposted_writes, builtin_rtl=not opts.filelist and opts.dut is None)
+                         nposted_writes=opts.nposted_writes, builtin_rtl=not opts.filelist and opts.dut is None,
+                         axi_random=seed, timeout_scale=1.0 if seed is None else AXI_RANDOM_TIMEOUT_SCALE)
 
 
 # ---- running ---------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from runtime.nvdla.run import NvdlaNetwork, NvdlaRunError, RunResult
 __all__ = ["run_nvdla", "NvdlaRunError"]
 
 #: argparse destinations of the options that only apply to simulator targets.
-_SIM_ONLY = ("dut", "rtl_filelist", "toplevel", "define", "sim_arg", "timeout_cycles", "reset_idle_cycles", "fallback")
+_SIM_ONLY = ("dut", "axi_random", "rtl_filelist", "toplevel", "define", "sim_arg", "timeout_cycles", "reset_idle_cycles", "fallback")
 
 
 def _target(name: str, hw):
