@@ -316,6 +316,8 @@ def run_network(net, inputs: Mapping[str, np.ndarray] | np.ndarray, *, simulator
         raise RtlRunError(f"{simulator}: {detail} (log {run.log})")
     if profile is not None:
         profile.extend(Profile.from_dict(doc["profile"]))
+    for unit, n in doc.get("concurrency", {}).items():  # most operations in flight per unit on the DUT
+        net.concurrency[unit] = max(net.concurrency.get(unit, 0), n)
     with np.load(directory / "outputs.npz", allow_pickle=False) as data:
         got = {name: data[f"output_{i}"] for i, name in enumerate(net.outputs)}
     if not (opts.keep or opts.wants_waves):

@@ -81,7 +81,8 @@ async def network(dut) -> None:
         np.savez(job.outputs, **{f"output_{i}": outs[name] for i, name in enumerate(net.outputs)})
         result = {"status": "ok", "profile": profile.to_dict(),
                   "cycles": int((get_sim_time("ns") - start) // settings.clock_ns),
-                  "csb_reads": bench.csb.reads, "csb_writes": bench.csb.writes}
+                  "csb_reads": bench.csb.reads, "csb_writes": bench.csb.writes,
+                  "concurrency": dict(net.concurrency)}
     except Exception as exc:  # a testbench, DUT-interface or loadable problem: reported, never a hang
         result = {"status": "error", "detail": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
     finally:

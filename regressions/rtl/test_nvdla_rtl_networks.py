@@ -101,10 +101,15 @@ def test_zoo_network_on_nvdla_rtl_equals_golden(name: str, mode: str, tmp_path: 
     x = inputs(net)
     pipeline = mode == "pipelined"
     profile = None if pipeline else Profile()
+    net.concurrency.clear()
     want = net.run(x, raw=True, pipeline=pipeline)
+    golden_in_flight = max(net.concurrency.values(), default=1)  # filled by pipelined runs only
+    net.concurrency.clear()
     got = net.run(x, target=SIMULATOR, raw=True, rtl_options=options, pipeline=pipeline, profile=profile)
     differ = first_difference(net, got, want)
     assert not differ, f"{name} ({mode}): {differ}; per task: {where_tasks_differ(net, x, tmp_path, options)}"
+    # pipelined, the DUT had as many operations of a unit in flight (two: both ping-pong groups) as golden
+    assert max(net.concurrency.values(), default=1) == golden_in_flight, net.concurrency
     if profile is not None:  # one op at a time: every DLA op ran on the DUT, none on a fallback
         ran = [op for op in profile.ops if op.kind == "dla"]
         assert len(ran) == sum(1 for _ in net.dla_ops()) and {op.target for op in ran} == {SIMULATOR}
