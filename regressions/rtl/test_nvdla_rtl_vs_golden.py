@@ -3,14 +3,16 @@
 Drawn in the pytest process with the fuzz properties' strategies (``regressions.fuzz.engines``): single
 layers of direct CONV (sizes, kernels, strides, dilation, padding, partial atoms, CDMA input CVT, CBUF bank
 splits), SDP (X1/X2, REG and MEM operands; nv_small has no EW/LUT), PDP (split width too) and CDP; SDP -> PDP
-on the fly (``programs_sdp_pdp``); and sequences of operations: the DLA tasks of compiled random networks
-(``regressions.fuzz.networks``) with two or more operations, played op after op on one DUT without reset, so
-the CBUF state one convolution leaves (banks, reuse, release) meets the next. Each becomes an NVDLA trace
+on the fly (``programs_sdp_pdp``); and sequences of operations played op after op on one DUT without reset, so
+the CBUF state one convolution leaves (banks, reuse, release) meets the next: 2-4 drawn layers back to back
+(``sequence_trace``), and the DLA tasks of compiled random networks (``regressions.fuzz.networks``) with two
+or more operations. Each becomes an NVDLA trace
 checking the golden model's CRC of every output; all traces of a kind run in ``SIM_WORKERS`` simulations of
 one build (STYLE: configs go to the simulator as data).
 
 ``DLA_RTL_DIFF_EXAMPLES`` (20 in ``make test``, 200 at level ci) sizes the draws: half of it per single-layer
-engine (ci: 400 layers), a quarter SDP->PDP layers and a quarter multi-op sequences (ci: 50). Derandomized
+engine (ci: 400 layers), a quarter each SDP->PDP layers, drawn-layer sequences and network sequences (ci: 50
+each). Derandomized
 unless ``FUZZ_SEED`` is set. A layer that differs is saved under ``regressions/found/<property>/`` by
 ``regressions.fuzz.found`` (replayed first on later runs); a differing SDP->PDP layer or sequence is saved as
 its trace under ``regressions/found/nvdla-rtl/`` (``dla trace DIR --dut nvdla-nv_small`` replays it).
@@ -175,6 +177,76 @@ def test_sdp_to_pdp_on_the_fly_equals_golden_on_nvdla_rtl(tmp_path: Path) -> Non
     report(run_cases(cases, tmp_path), "SDP->PDP layers")
 
 
+# ---- sequences of drawn layers: 2-4 single-layer programs back to back, no reset in between ---------------------
+_POINTER = re.compile(r"NVDLA_(\w+)\.S_POINTER_0")
+_OP_ENABLE = re.compile(r"NVDLA_(\w+)\.D_OP_ENABLE_0")
+
+
+def layer_sequences(hw: HwConfig) -> st.SearchStrategy[list[tuple[Property, Any]]]:
+    """2-4 layers, convolutions twice as likely as each other engine, so consecutive convolutions (with the
+    same or different CBUF bank splits and reuse flags, as the conv strategy draws them) are common."""
+    one = st.one_of(*(prop.strategy(hw).map(lambda e, prop=prop: (prop, e)) for prop in (CONV, CONV, SDP, PDP, CDP)))
+    return st.lists(one, min_size=2, max_size=4)
+
+
+def sequence_trace(layers: list[tuple[Property, Any]], directory: Path, name: str) -> tuple[Path, dict]:
+    """One trace playing the layers' programs in order on one DUT: each loads its memory image (the layers
+    share addresses), programs the ping-pong group its units' CONSUMER pointers have reached (every enabled unit
+    flips after its operation), waits for its interrupt and checks golden's CRC of its output before the next
+    overwrites it. Golden runs the same writes on one ``Dla``."""
+    from runtime.trace import write_dat
+
+    dla = Dla(HW)
+    group: dict[str, int] = {}
+    lines: list[str] = []
+    directory.mkdir(parents=True, exist_ok=True)
+    for i, (prop, example) in enumerate(layers):
+        program, _ = prop.program(HW, example)
+        for k, (addr, data) in enumerate(program.memory):
+            dla.mem.write(addr, data)
+            write_dat(directory / f"{name}_{i}_{k}.dat", data)
+            lines.append(f'mem_load(pri_mem, {addr:#x}, "{name}_{i}_{k}.dat");')
+        enabled = []
+        for reg, value in program.writes:
+            pointer = _POINTER.fullmatch(reg)
+            if pointer:
+                value = group.get(pointer.group(1), 0)
+            enable = _OP_ENABLE.fullmatch(reg)
+            if enable and value:
+                enabled.append(enable.group(1))
+            dla.write_reg(dla.map.resolve(reg)[0], value)
+            lines.append(f"reg_write({reg}, {value:#x});")
+        unit = program.intr.rsplit("_", 1)[0]
+        lines.append(f"intr_notify({unit}_{group.get(unit, 0)}, sync_id_{i});")
+        out = dla.mem.dram.read_bytes(*program.output)
+        lines.append(f"check_crc(sync_id_{i}, pri_mem, {program.output[0]:#x}, {program.output[1]:#x}, "
+                     f"{zlib.crc32(out):#010x});  // {prop.name}")
+        for u in enabled:
+            group[u] = group.get(u, 0) ^ 1
+    cfg = directory / f"{name}.cfg"
+    cfg.write_text("\n".join(lines) + "\n")
+    facts = sequence_facts(cfg)
+    facts["layers"] = [prop.name for prop, _ in layers]
+    return cfg, facts
+
+
+def test_layer_sequences_equal_golden_on_nvdla_rtl(tmp_path: Path) -> None:
+    nvdla_rtl_options()
+    cases = []
+    for i, layers in enumerate(draw(layer_sequences(HW), SEQUENCES, "layer_sequences")):
+        name = f"{i:03d}_seq"
+        try:
+            cfg, facts = sequence_trace(layers, tmp_path / CONFIG / name, name)
+        except OutsideCmodDomain:
+            continue
+        cases.append(Case(name, cfg, lambda e, cfg=cfg, facts=facts: save_trace("layer_sequence", cfg, facts, e),
+                          facts))
+    assert len(cases) >= SEQUENCES * 0.9, f"only {len(cases)} sequences programmable"
+    print(f"{len(cases)} layer sequences; {sum(c.facts['same_bank_convs'] > 0 for c in cases)} with convolutions "
+          f"sharing a CBUF bank split, {sum(len(set(c.facts['conv_banks'])) > 1 for c in cases)} with different ones")
+    report(run_cases(cases, tmp_path), "layer sequences")
+
+
 # ---- sequences: the multi-op DLA tasks of compiled random networks ------------------------------------------------
 _BANK = re.compile(r"reg_write\(NVDLA_CDMA\.D_BANK_0, (0x[0-9a-f]+)\);")
 _ENABLE = re.compile(r"reg_write\(NVDLA_(\w+)\.D_OP_ENABLE_0, 0x1\);")
@@ -218,7 +290,7 @@ def sequence_cases(count: int, directory: Path) -> list[Case]:
     return cases[:count]
 
 
-def test_operation_sequences_equal_golden_on_nvdla_rtl(tmp_path: Path) -> None:
+def test_network_sequences_equal_golden_on_nvdla_rtl(tmp_path: Path) -> None:
     nvdla_rtl_options()
     cases = sequence_cases(SEQUENCES, tmp_path)
     assert len(cases) == SEQUENCES, f"only {len(cases)} multi-op tasks drawn"
