@@ -13,6 +13,7 @@ from compiler.codegen.sdp import STAGES, stage_mem_use
 from compiler.hwparams import TensorOperand
 from compiler.ir import Graph, Node
 from compiler.passes import CompileContext
+from compiler.passes.split_conv import cbuf_reuse
 from compiler.passes.memplan import (
     ALIGN, REGION_INPUT, REGION_OUTPUT, REGION_SCRATCH, REGION_WEIGHTS, MemoryPlan, align,
 )
@@ -105,6 +106,7 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
             if (k0, k1, c0) not in wlocs:
                 wlocs[(k0, k1, c0)] = weights.add(pack_dc_weights(wq[k0:k1, c0:c1], hw))
         for i, pc in enumerate(pieces):
+            reuse = cbuf_reuse(hw, pieces, i, (pc.channels[1] - pc.channels[0] if pc.channels else c) * r * s)
             (o0, o1), (i0, i1), (k0, k1) = pc.out_rows, pc.in_rows, pc.kernels
             c0, c1 = pc.channels or (0, c)
             band = src.rows(i0, i1 - i0)
@@ -119,7 +121,7 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
                                     clip_truncate=conv.clip_truncate)
             regs = RegProgram(hw)
             emit_conv(regs, band, wlocs[(k0, k1, c0)], (k1 - k0, c1 - c0, r, s), out, piece_conv, prm, operands,
-                      data_banks=pc.data_banks)
+                      data_banks=pc.data_banks, reuse=reuse)
             op = pb.DlaOp(name=n.name if len(pieces) == 1 else f"{n.name}#{i}", engines=CONV_ENGINES, layer=layer,
                           interrupt_mask=1 << INTR_BITS["SDP"],
                           macs=(k1 - k0) * (c1 - c0) * r * s * (o1 - o0) * dst.width)

@@ -1,12 +1,30 @@
 """Direct convolution (CDMA/CSC/CMAC/CACC) whose int32 output SDP converts on the fly and writes."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from compiler.codegen.program import Cube, Loc, OperandPlacement, RegProgram, pointers
 from compiler.codegen.sdp import emit_sdp, sdp_enables
 from golden.config import HwConfig
 from golden.engines.conv import cbuf_geometry, entries_per_slice
 
 CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+
+
+@dataclass(frozen=True)
+class CbufReuse:
+    """What a convolution keeps in the CBUF for the next one and takes from the previous one
+    (``D_MISC_CFG``; rules in ``golden.cbuf``). Both operations must have the same ``D_BANK`` split, and a
+    reused cube must have the same width, channels and lines."""
+
+    keep_data: bool = False  # SKIP_DATA_RLS
+    reuse_data: bool = False  # DATA_REUSE: CDMA fetches nothing, CSC reads the kept cube
+    keep_weights: bool = False  # SKIP_WEIGHT_RLS
+    reuse_weights: bool = False  # WEIGHT_REUSE
+
+    def fields(self) -> dict[str, int]:
+        return {"SKIP_DATA_RLS": int(self.keep_data), "DATA_REUSE": int(self.reuse_data),
+                "SKIP_WEIGHT_RLS": int(self.keep_weights), "WEIGHT_REUSE": int(self.reuse_weights)}
 
 
 def weight_fetch_bytes(hw: HwConfig, k: int, c: int, r: int, s: int, bpe: int = 1) -> int:
@@ -19,10 +37,11 @@ def weight_fetch_bytes(hw: HwConfig, k: int, c: int, r: int, s: int, bpe: int = 
 
 def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, int, int], dst: Cube, conv,
               sdp, operands: dict[str, OperandPlacement] | None = None, ram_type: int = 1,
-              data_banks: int | None = None) -> None:
+              data_banks: int | None = None, reuse: CbufReuse | None = None) -> None:
     """``kernel`` = (K, C, R, S); ``conv`` a ``compiler.hwparams.ConvParams``-like object (stride, dilation,
     pad, pad_value, clip_truncate; optional ``cvt`` (offset, scale, truncate) for the CDMA input CVT);
-    ``sdp`` the SDP parameters applied on the fly. Output size is ``dst``'s."""
+    ``sdp`` the SDP parameters applied on the fly. Output size is ``dst``'s. ``reuse`` keeps this
+    operation's input or weights in the CBUF for the next one, or takes the previous one's."""
     hw = p.hw
     k, c, r, s = kernel
     h, w = src.height, src.width
@@ -36,9 +55,10 @@ def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, in
     (sy, sx), (dy, dx), (pt, pl) = conv.stride, conv.dilation, conv.pad
     rdma = emit_sdp(p, None, dst, sdp, operands, ram_type, enable=False)
     pointers(p, *CONV_UNITS)
+    flags = (reuse or CbufReuse()).fields()
     for unit in CONV_UNITS:
         p.reg(unit, "D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=0,
-              **({"IN_PRECISION": 0} if unit in ("CDMA", "CSC") else {}))
+              **({"IN_PRECISION": 0, **flags} if unit in ("CDMA", "CSC") else {}))
     line_packed = src.line_stride == w * atom
     surf_packed = src.surface_stride == h * src.line_stride
     p.reg("CDMA", "D_DATAIN_FORMAT", 0)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from compiler.codegen.conv import CbufReuse
 from compiler.ir import Graph
 from compiler.passes import CompileContext
 from golden.engines.conv import cbuf_geometry, entries_per_slice
@@ -73,6 +74,28 @@ def plan_pieces(hw, c: int, h: int, w: int, k: int, r: int, s: int, stride: tupl
         for k0 in range(0, k, kg):
             pieces.append(Piece((o0, o1), (i0, i1), i0 - first, (k0, min(k, k0 + kg)), max(needed, 1)))
     return pieces
+
+
+def cbuf_reuse(hw, pieces: list[Piece], i: int, kernel_bytes: int) -> CbufReuse:
+    """What piece ``i`` shares with its neighbours through the CBUF, as NVDLA's compiler does: consecutive
+    kernel groups of one input band keep the band (fetched once), consecutive bands of one kernel group keep
+    the weights (when they fit the weight banks whole: kept weights cannot stream). Neighbours must have the
+    same bank split, or CDMA/CSC flush the CBUF between them."""
+    def same_data(a: Piece, b: Piece) -> bool:
+        return (a.in_rows, a.channels, a.data_banks) == (b.in_rows, b.channels, b.data_banks)
+
+    def same_weights(a: Piece, b: Piece) -> bool:
+        fits = (a.kernels[1] - a.kernels[0]) * kernel_bytes <= \
+            (hw.cbuf_bank_number - a.data_banks - 1) * hw.cbuf_bank_depth * hw.cbuf_bank_width
+        return fits and (a.kernels, a.channels, a.data_banks) == (b.kernels, b.channels, b.data_banks)
+
+    pc = pieces[i]
+    prev = pieces[i - 1] if i > 0 else None
+    nxt = pieces[i + 1] if i + 1 < len(pieces) else None
+    return CbufReuse(keep_data=nxt is not None and same_data(pc, nxt),
+                     reuse_data=prev is not None and same_data(prev, pc),
+                     keep_weights=nxt is not None and same_weights(pc, nxt),
+                     reuse_weights=prev is not None and same_weights(prev, pc))
 
 
 def diagonal_chunk(w, unit: int) -> bool:

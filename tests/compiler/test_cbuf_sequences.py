@@ -41,3 +41,30 @@ def test_lenet_with_over_fetched_weights_is_refused_at_fc1(monkeypatch: pytest.M
                        r"entries operation #2 \(convolution") as info:
         _run_lenet()
     assert isinstance(info.value.__cause__, ConfigError)
+
+
+def _misc_flags(ld) -> dict[str, int]:
+    """CDMA.D_MISC_CFG of every convolution op, by op name."""
+    out = {}
+    for task in ld.tasks:
+        for op in task.dla.ops if task.HasField("dla") else ():
+            for w in op.writes:
+                if w.name == "NVDLA_CDMA.D_MISC_CFG_0":
+                    out[op.name] = w.value
+    return out
+
+
+def test_kernel_groups_of_one_band_fetch_the_band_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fc1 runs as 4 kernel groups over the same 4x4x50 input: the first keeps it (SKIP_DATA_RLS), the
+    middle ones reuse and keep it, the last reuses and releases it; results equal fetching it four times."""
+    ld, _, _ = compile_graph(onnx_frontend.load(lenet(0)), "nv_small")
+    skip, reuse = 1 << 24, 1 << 16
+    flags = _misc_flags(ld)
+    assert [flags[f"fc1#{i}"] & (skip | reuse) for i in range(4)] == [skip, skip | reuse, skip | reuse, reuse]
+    assert flags["conv1"] & (skip | reuse) == 0 and flags["fc2"] & (skip | reuse) == 0
+    with_reuse = _run_lenet()
+    from compiler import emit
+
+    monkeypatch.setattr(emit, "cbuf_reuse", lambda *a: codegen_conv.CbufReuse())
+    without = _run_lenet()
+    assert all(np.array_equal(with_reuse[k], without[k]) for k in with_reuse)
