@@ -8,11 +8,12 @@ RTL or Verilator is not there.
 from __future__ import annotations
 
 import os
+from typing import Iterator
 
 import pytest
 
 from runtime.suite import TargetSetupError
-from tb.runner import SimulatorUnavailable, simulator_version
+from tb.runner import RTL_COVERAGE_ENV, SimulatorUnavailable, simulator_version
 
 #: The named DUT (``tb.duts.NAMED_DUTS``) these suites verify.
 DUT_NAME = "nvdla-nv_small"
@@ -39,3 +40,13 @@ def nvdla_rtl_options(**extra: object) -> dict:
     except SimulatorUnavailable as exc:
         pytest.skip(f"{SIMULATOR} is not installed ({exc})")
     return {"filelist": str(filelist), **extra}
+
+
+@pytest.fixture
+def no_rtl_coverage(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Builds and simulations of NVDLA's RTL without Verilator line/toggle coverage, even at coverage levels:
+    the report covers our ``rtl/``, and instrumenting NVDLA's RTL would be a second, far slower build of it
+    (more than 15 minutes on 2 busy cores) and slow every simulation."""
+    monkeypatch.delenv(RTL_COVERAGE_ENV, raising=False)
+    yield
+

@@ -27,6 +27,7 @@ from conftest import nvdla_traces_root
 from golden.config import get_config
 from regressions.nvdla.from_trace import NotExpressible, convert
 from regressions.rtl.nvdla_rtl import CONFIG, FULL, SIMULATOR, nvdla_rtl_options
+from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
 from regressions.zoo.models import inception, lenet, mobilenet, poolnet, resnet
 from runtime.executor import Network
 from runtime.golden_target import GoldenTarget
@@ -38,7 +39,7 @@ from runtime.suite import PASS, run_batch, run_trace
 from runtime.trace import find_traces
 from tb.nvdla_network import run_nvdla_networks
 
-pytestmark = pytest.mark.rtl
+pytestmark = [pytest.mark.rtl, pytest.mark.usefixtures("no_rtl_coverage")]
 HW = get_config(CONFIG)
 ZOO = {"poolnet": poolnet, "lenet": lenet, "resnet": resnet, "mobilenet": mobilenet, "inception": inception}
 #: ``make test``'s networks: the SDP/PDP-only one and the smallest with convolutions.

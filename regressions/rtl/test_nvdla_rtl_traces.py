@@ -15,11 +15,12 @@ import pytest
 
 from conftest import nvdla_traces_root
 from regressions.rtl.nvdla_rtl import CONFIG, FULL, SIM_WORKERS, SIMULATOR, nvdla_rtl_options
+from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
 from runtime.suite import NA, PASS, Outcome, run_trace
 from runtime.trace import find_traces
 from tb.suite import run_traces
 
-pytestmark = pytest.mark.rtl
+pytestmark = [pytest.mark.rtl, pytest.mark.usefixtures("no_rtl_coverage")]
 #: ``make test``'s share: a conv, an image conv, PDP with split width, CDP, SDP with MEM operands, SDP->PDP on
 #: the fly, and two N/A traces (SDP EW on nv_small; a trace whose weight file NVDLA did not ship).
 SMOKE = (

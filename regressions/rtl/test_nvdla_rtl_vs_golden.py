@@ -47,9 +47,10 @@ from regressions.programs_sdp_pdp import program_sdp_pdp
 from regressions.reference import sdp as ref_sdp
 from regressions.reference.arith import OutsideCmodDomain
 from regressions.rtl.nvdla_rtl import CONFIG, SIM_WORKERS, SIMULATOR, nvdla_rtl_options
+from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
 from runtime.suite import PASS, Outcome, run_batch
 
-pytestmark = pytest.mark.rtl
+pytestmark = [pytest.mark.rtl, pytest.mark.usefixtures("no_rtl_coverage")]
 EXAMPLES = int(os.environ.get("DLA_RTL_DIFF_EXAMPLES", "20"))
 FUZZ_SEED = os.environ.get("FUZZ_SEED", "").strip()
 HW = get_config(CONFIG)
