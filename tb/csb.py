@@ -104,6 +104,10 @@ class CsbMaster:
             txn = CsbTransaction(False, addr, None)
             await self._request(txn)
             while True:
+                # The response comes ~18 cycles later: sleep until nvdla2csb_valid rises instead of waking
+                # on every edge; the edge after the rise samples it exactly as a per-edge loop would.
+                if not _bit(self.rsp_valid):
+                    await RisingEdge(self.rsp_valid)
                 await self._edge
                 if _bit(self.rsp_valid) and not _bit(self.wr_complete):
                     break

@@ -209,13 +209,13 @@ def _dir_digests(d: Path) -> list[tuple[str, str]]:
 
 def build_manifest(spec: DutSpec, simulator: str, waves: bool) -> dict:
     """The content-addressed description of a build; its hash names the build directory."""
-    import cocotb
+    from importlib.metadata import version  # not `import cocotb`: it imports pytest (half a second)
 
     return {
         "recipe": RECIPE,
         "simulator": simulator,
         "simulator_version": simulator_version(simulator),
-        "cocotb": cocotb.__version__,
+        "cocotb": version("cocotb"),
         "toplevel": spec.toplevel,
         "sources": [(str(p), _file_digest(p)) for p in spec.sources],
         "libraries": [(str(p), _file_digest(p)) for p in spec.libraries],
@@ -474,7 +474,7 @@ def simulate(build_: Build, jobs: JobFile, directory: Path, *, waves: bool = Fal
     results = directory / "results.xml"
     # The job file is found as ./jobs.json (the simulation runs in `directory`): no process-wide
     # environment is touched, so simulations may be started from several threads at once.
-    env = {"COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO"), **cocotb_env()}
+    env = {"COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO"), **cocotb_env(jobs)}
     start = time.perf_counter()
     code = 0
     try:

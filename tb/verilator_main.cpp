@@ -71,6 +71,356 @@ static inline bool settle_value_callbacks() {
     return cbs_called;
 }
 
+// ---- DLA: AXI RAM ports served in C++ ------------------------------------------------------------------
+// tb/fastmem.py's FastAxiRam (the timing of cocotbext-axi's AxiRam) without Python per clock edge: at
+// every rising edge of the port's clock, before any cocotb callback of that edge, sample the DUT's
+// handshakes (values before the edge), drive R/B and the ready signals as inertial puts (applied after
+// the edge's evaluation, like cocotb's writes), accept AR/AW/W, and turn accepted bursts into memory
+// reads and writes through Python callbacks (one per burst, per beat for writes). Python attaches a
+// port with dla_axi_open (ctypes; symbols exported with -rdynamic) and detaches it with dla_axi_close.
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+extern "C" {
+typedef int (*dla_axi_read_fn)(int port, unsigned long long addr, unsigned nbytes, unsigned char *out);
+typedef int (*dla_axi_write_fn)(int port, unsigned long long addr, unsigned nbytes,
+                                const unsigned char *data);
+typedef void (*dla_axi_violation_fn)(int port, const char *channel, const char *message);
+}
+
+namespace {
+bool dla_axi_enabled = false;  // set by main(): the C++ ports need our loop's edge hook
+
+struct Sig {
+    vpiHandle h = nullptr;
+    int bits = 0;
+};
+
+Sig find_sig(const char *name) {
+    Sig s;
+    if (name && name[0]) {
+        s.h = vpi_handle_by_name(const_cast<PLI_BYTE8 *>(name), nullptr);
+        if (s.h) s.bits = vpi_get(vpiSize, s.h);
+    }
+    return s;
+}
+
+bool get_bit(const Sig &s) {
+    s_vpi_value v;
+    v.format = vpiIntVal;
+    vpi_get_value(s.h, &v);
+    return v.value.integer & 1;
+}
+
+uint64_t get_u64(const Sig &s, uint64_t dflt = 0) {
+    if (!s.h) return dflt;
+    s_vpi_value v;
+    v.format = vpiVectorVal;
+    vpi_get_value(s.h, &v);
+    uint64_t lo = static_cast<uint32_t>(v.value.vector[0].aval);
+    uint64_t hi = s.bits > 32 ? static_cast<uint32_t>(v.value.vector[1].aval) : 0;
+    if (s.bits < 64) return (lo | (hi << 32)) & ((uint64_t(1) << s.bits) - 1);
+    return lo | (hi << 32);
+}
+
+void get_bytes(const Sig &s, std::vector<uint8_t> &out) {
+    s_vpi_value v;
+    v.format = vpiVectorVal;
+    vpi_get_value(s.h, &v);
+    for (size_t i = 0; i < out.size(); i++) out[i] = (v.value.vector[i / 4].aval >> (8 * (i % 4))) & 0xFF;
+}
+
+void put(const Sig &s, const std::vector<uint8_t> &bytes, bool now) {
+    if (!s.h) return;
+    std::vector<s_vpi_vecval> vec((s.bits + 31) / 32);
+    for (auto &w : vec) w.aval = w.bval = 0;
+    for (size_t i = 0; i < bytes.size() && i / 4 < vec.size(); i++)
+        vec[i / 4].aval |= static_cast<PLI_INT32>(static_cast<uint32_t>(bytes[i]) << (8 * (i % 4)));
+    s_vpi_value v;
+    v.format = vpiVectorVal;
+    v.value.vector = vec.data();
+    s_vpi_time t;
+    t.type = vpiSimTime;
+    t.high = t.low = 0;
+    vpi_put_value(s.h, &v, &t, now ? vpiNoDelay : vpiInertialDelay);
+}
+
+void put_u64(const Sig &s, uint64_t x, bool now = false) {
+    std::vector<uint8_t> b(8);
+    for (int i = 0; i < 8; i++) b[i] = (x >> (8 * i)) & 0xFF;
+    put(s, b, now);
+}
+
+struct RBeat {
+    uint64_t id;
+    std::vector<uint8_t> data;
+    bool last;
+};
+struct Burst {
+    uint64_t id, addr, len, size, burst;
+};
+struct WBeat {
+    std::vector<uint8_t> data;
+    uint64_t strb;
+    bool last;
+};
+
+struct Port {
+    int id;
+    bool open = false;
+    Sig clk;
+    Sig arvalid, arready, araddr, arlen, arid, arsize, arburst;
+    Sig rvalid, rready, rdata, rlast, rid, rresp, ruser;
+    Sig awvalid, awready, awaddr, awlen, awid, awsize, awburst;
+    Sig wvalid, wready, wdata, wstrb, wlast;
+    Sig bvalid, bready, bid, bresp, buser;
+    unsigned lanes = 8;
+    uint64_t dsize = 3;  // log2(lanes): AxSIZE of a full-width beat, for a DUT without AxSIZE
+    uint64_t size = 0;  // address space size (addresses wrap modulo it)
+    uint64_t strb_mask = 0xFF;
+    dla_axi_read_fn read = nullptr;
+    dla_axi_write_fn write = nullptr;
+    dla_axi_violation_fn violation = nullptr;
+    bool last_clk = false;
+    bool rvalid_d = false, bvalid_d = false, ready_d = false;
+    bool read_dead = false, write_dead = false;
+    std::deque<RBeat> rq;
+    std::deque<uint64_t> bq;
+    std::deque<Burst> ars, aws;
+    std::deque<WBeat> ws;
+    bool in_burst = false;
+    uint64_t wb_id = 0, wb_addr = 0, wb_len = 0, wb_n = 0, wb_type = 1, wb_bytes = 8;
+
+    void record(const char *channel, const std::string &msg) {
+        if (violation) violation(id, channel, msg.c_str());
+    }
+
+    bool check(const char *kind, const Burst &b, uint64_t &aligned, uint64_t &num_bytes) {
+        char buf[256];
+        num_bytes = uint64_t(1) << b.size;
+        uint64_t length = b.len + 1;
+        if (!(num_bytes > 0 && num_bytes <= lanes)) {
+            snprintf(buf, sizeof buf, "%s burst size %llu bytes is wider than the %u-byte bus", kind,
+                     (unsigned long long)num_bytes, lanes);
+            record(kind, buf);
+            return false;
+        }
+        aligned = (b.addr / num_bytes) * num_bytes;
+        if (b.burst == 1 && 0x1000 - (aligned & 0xFFF) < num_bytes * length) {
+            snprintf(buf, sizeof buf, "%s burst at 0x%llx of %llu x %llu bytes crosses a 4 KiB boundary", kind,
+                     (unsigned long long)b.addr, (unsigned long long)length, (unsigned long long)num_bytes);
+            record(kind, buf);
+            return false;
+        }
+        if (b.burst > 1) {
+            snprintf(buf, sizeof buf, "%s burst type %llu (only FIXED and INCR are served)", kind,
+                     (unsigned long long)b.burst);
+            record(kind, buf);
+            return false;
+        }
+        return true;
+    }
+
+    void process_reads() {
+        while (!ars.empty()) {
+            Burst b = ars.front();
+            ars.pop_front();
+            uint64_t cur, num_bytes;
+            if (!check("read", b, cur, num_bytes)) {
+                read_dead = true;
+                ars.clear();
+                return;
+            }
+            uint64_t length = b.len + 1;
+            bool whole = b.burst == 1 && num_bytes == lanes && cur % lanes == 0 && cur + length * lanes <= size;
+            std::vector<uint8_t> all;
+            if (whole) {
+                all.resize(length * lanes);
+                read(id, cur, length * lanes, all.data());
+            }
+            for (uint64_t n = 0; n < length; n++) {
+                RBeat beat{b.id, std::vector<uint8_t>(lanes), n == length - 1};
+                if (whole) {
+                    std::copy(all.begin() + n * lanes, all.begin() + (n + 1) * lanes, beat.data.begin());
+                } else {
+                    uint64_t word = ((cur / lanes) * lanes) % size;
+                    read(id, word, lanes, beat.data.data());
+                    if (b.burst == 1) cur += num_bytes;
+                }
+                rq.push_back(std::move(beat));
+            }
+        }
+    }
+
+    void write_bytes(uint64_t addr, const uint8_t *data, unsigned n) { write(id, addr % size, n, data); }
+
+    void process_writes() {
+        while (true) {
+            if (!in_burst) {
+                if (aws.empty()) return;
+                Burst b = aws.front();
+                aws.pop_front();
+                uint64_t cur, num_bytes;
+                if (!check("write", b, cur, num_bytes)) {
+                    write_dead = true;
+                    return;
+                }
+                in_burst = true;
+                wb_id = b.id, wb_addr = cur, wb_len = b.len + 1, wb_n = 0, wb_type = b.burst, wb_bytes = num_bytes;
+            }
+            while (wb_n < wb_len) {
+                if (ws.empty()) return;
+                WBeat w = std::move(ws.front());
+                ws.pop_front();
+                uint64_t word = (wb_addr / lanes) * lanes;
+                if (w.strb == strb_mask) {
+                    write_bytes(word, w.data.data(), lanes);
+                } else {
+                    int start = -1;
+                    for (unsigned i = 0; i <= lanes; i++) {
+                        bool on = i < lanes && ((w.strb >> i) & 1);
+                        if (on && start < 0) start = i;
+                        else if (!on && start >= 0) {
+                            write_bytes(word + start, w.data.data() + start, i - start);
+                            start = -1;
+                        }
+                    }
+                }
+                if (w.last != (wb_n == wb_len - 1)) {
+                    char buf[160];
+                    snprintf(buf, sizeof buf, "WLAST %s in beat %llu of a %llu-beat burst", w.last ? "set" : "clear",
+                             (unsigned long long)(wb_n + 1), (unsigned long long)wb_len);
+                    record("write", buf);
+                    write_dead = true;
+                    in_burst = false;
+                    return;
+                }
+                wb_n++;
+                if (wb_type == 1) wb_addr += wb_bytes;
+            }
+            bq.push_back(wb_id);
+            in_burst = false;
+        }
+    }
+
+    void drive_beat(const RBeat &beat) {
+        if (rid.h) put_u64(rid, beat.id);
+        put(rdata, beat.data, false);
+        put_u64(rlast, beat.last ? 1 : 0);
+        if (rresp.h) put_u64(rresp, 0);
+        if (ruser.h) put_u64(ruser, 0);
+    }
+
+    // One rising clock edge (tb/fastmem.py FastAxiRam._step, same order).
+    void step() {
+        if (!rvalid_d || get_bit(rready)) {
+            if (!rq.empty()) {
+                drive_beat(rq.front());
+                rq.pop_front();
+                if (!rvalid_d) put_u64(rvalid, 1), rvalid_d = true;
+            } else if (rvalid_d) {
+                put_u64(rvalid, 0), rvalid_d = false;
+            }
+        }
+        if (!bvalid_d || get_bit(bready)) {
+            if (!bq.empty()) {
+                if (bid.h) put_u64(bid, bq.front());
+                if (bresp.h) put_u64(bresp, 0);
+                if (buser.h) put_u64(buser, 0);
+                bq.pop_front();
+                if (!bvalid_d) put_u64(bvalid, 1), bvalid_d = true;
+            } else if (bvalid_d) {
+                put_u64(bvalid, 0), bvalid_d = false;
+            }
+        }
+        bool arv = get_bit(arvalid), awv = get_bit(awvalid), wv = get_bit(wvalid);
+        if (ready_d) {
+            if (arv)
+                ars.push_back(Burst{get_u64(arid), get_u64(araddr), get_u64(arlen), get_u64(arsize, dsize),
+                                    get_u64(arburst, 1)});
+            if (awv)
+                aws.push_back(Burst{get_u64(awid), get_u64(awaddr), get_u64(awlen), get_u64(awsize, dsize),
+                                    get_u64(awburst, 1)});
+            if (wv) {
+                WBeat w{std::vector<uint8_t>(lanes), get_u64(wstrb, strb_mask), get_bit(wlast)};
+                get_bytes(wdata, w.data);
+                ws.push_back(std::move(w));
+            }
+        } else {
+            put_u64(arready, 1), put_u64(awready, 1), put_u64(wready, 1);
+            ready_d = true;
+        }
+        if ((!aws.empty() || in_burst) && !write_dead) process_writes();
+        if (!ars.empty() && !read_dead) process_reads();
+    }
+};
+
+std::vector<Port> dla_axi_ports;
+
+// Called by the main loop once the queued writes of a new time step (the clock) are applied, before the
+// cocotb callbacks of that time step run.
+void dla_axi_edge() {
+    for (auto &p : dla_axi_ports) {
+        if (!p.open) continue;
+        bool c = get_bit(p.clk);
+        if (c && !p.last_clk) p.step();
+        p.last_clk = c;
+    }
+}
+}  // namespace
+
+extern "C" {
+// Attach a port: ``names`` are 32 full signal names separated by '\n', in the order of the Sig members of
+// Port from clk to buser (empty for a signal the DUT lacks). Returns the port id, or -1 when this main
+// cannot serve ports (cocotb's stock loop) or a required signal is missing.
+__attribute__((visibility("default"))) int dla_axi_open(const char *names, unsigned lanes,
+                                                        unsigned long long size, dla_axi_read_fn read,
+                                                        dla_axi_write_fn write, dla_axi_violation_fn violation) {
+    if (!dla_axi_enabled) return -1;
+    std::vector<std::string> n;
+    std::string all(names), cur;
+    for (char ch : all) {
+        if (ch == '\n') n.push_back(cur), cur.clear();
+        else cur += ch;
+    }
+    n.push_back(cur);
+    if (n.size() != 32) return -1;
+    Port p;
+    Sig *sigs[] = {&p.clk, &p.arvalid, &p.arready, &p.araddr, &p.arlen, &p.arid, &p.arsize, &p.arburst,
+                   &p.rvalid, &p.rready, &p.rdata, &p.rlast, &p.rid, &p.rresp, &p.ruser,
+                   &p.awvalid, &p.awready, &p.awaddr, &p.awlen, &p.awid, &p.awsize, &p.awburst,
+                   &p.wvalid, &p.wready, &p.wdata, &p.wstrb, &p.wlast,
+                   &p.bvalid, &p.bready, &p.bid, &p.bresp, &p.buser};
+    for (size_t i = 0; i < 32; i++) *sigs[i] = find_sig(n[i].c_str());
+    const Sig *required[] = {&p.clk, &p.arvalid, &p.arready, &p.araddr, &p.arlen, &p.rvalid, &p.rready,
+                             &p.rdata, &p.rlast, &p.awvalid, &p.awready, &p.awaddr, &p.awlen, &p.wvalid,
+                             &p.wready, &p.wdata, &p.wlast, &p.bvalid, &p.bready};
+    for (const Sig *s : required)
+        if (!s->h) return -1;
+    p.lanes = lanes;
+    while ((1u << p.dsize) > lanes && p.dsize > 0) p.dsize--;
+    while ((1u << p.dsize) < lanes) p.dsize++;
+    p.size = size;
+    p.strb_mask = lanes >= 64 ? ~uint64_t(0) : ((uint64_t(1) << lanes) - 1);
+    p.read = read, p.write = write, p.violation = violation;
+    p.id = static_cast<int>(dla_axi_ports.size());
+    p.open = true;
+    p.last_clk = get_bit(p.clk);
+    // construction values, as cocotbext-axi sets them (payloads X: 0 in a 2-state model)
+    std::vector<uint8_t> zero(64, 0);
+    for (const Sig *s : {&p.rdata, &p.rlast, &p.rid, &p.rresp, &p.ruser, &p.bid, &p.bresp, &p.buser})
+        if (s->h) put(*s, zero, true);
+    for (const Sig *s : {&p.rvalid, &p.bvalid, &p.arready, &p.awready, &p.wready}) put_u64(*s, 0, true);
+    dla_axi_ports.push_back(std::move(p));
+    return dla_axi_ports.back().id;
+}
+
+__attribute__((visibility("default"))) void dla_axi_close(int port) {
+    if (port >= 0 && port < static_cast<int>(dla_axi_ports.size())) dla_axi_ports[port].open = false;
+}
+}
+
 void wrap_up() {
     VerilatedVpi::callCbs(cbEndOfSimulation);
 
@@ -158,6 +508,7 @@ int main(int argc, char **argv) {
     // DLA: +dla_stock_loop restores cocotb's loop exactly (for before/after measurements).
     const char *stock = Verilated::commandArgsPlusMatch("dla_stock_loop");
     const bool apply_puts_first = !(stock && stock[0]);
+    dla_axi_enabled = apply_puts_first;
 #if VM_COVERAGE
     coverage_per_instance = coveragePerInstance;
 #endif
@@ -248,6 +599,7 @@ int main(int argc, char **argv) {
         // loop applied them only after an eval_step that had nothing to do.
         if (apply_puts_first) {
             VerilatedVpi::doInertialPuts();
+            dla_axi_edge();  // DLA: C++ AXI ports sample this edge before any cocotb callback
             settle_value_callbacks();
         }
     }

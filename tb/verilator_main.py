@@ -4,6 +4,8 @@ cocotb's main evaluates the model twice per clock half period: the clock write i
 applied only after a first ``eval_step`` that has nothing to do. Ours applies queued puts (and settles the
 callbacks they trigger) before evaluating, so each half period of a quiet design costs one evaluation, as
 in NVDLA's own C++ harness; callbacks see the same values in the same order, so results are identical.
+It also serves AXI memory ports in C++ (``dla_axi_open``, used by ``tb.fastmem.CxxAxiRam``): the
+timing of cocotbext-axi's AxiRam without Python on every clock edge.
 ``$DLA_VERILATOR_STOCK_LOOP=1`` makes a simulation run cocotb's loop unchanged (the plusarg
 ``+dla_stock_loop``), for before/after measurements on the same build.
 
@@ -46,5 +48,6 @@ class MainLoopVerilator(Verilator):
                  for a in cmds[0]]
         if str(MAIN_CPP) not in first:
             raise RuntimeError("cocotb's Verilator build command has no verilator.cpp to replace")
-        cmds[0] = first
+        # export the main's dla_axi_* functions to ctypes (tb.fastmem.CxxAxiRam)
+        cmds[0] = first + ["-LDFLAGS", "-rdynamic"]
         return cmds
