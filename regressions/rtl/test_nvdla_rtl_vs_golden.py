@@ -35,7 +35,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from golden import Dla, get_config
+from golden import ConfigError, Dla, get_config
 from golden.config import HwConfig
 from regressions.fuzz import found
 from regressions.fuzz.engines import CDP, CONV, PDP, SDP
@@ -238,7 +238,7 @@ def test_layer_sequences_equal_golden_on_nvdla_rtl(tmp_path: Path) -> None:
         name = f"{i:03d}_seq"
         try:
             cfg, facts = sequence_trace(layers, tmp_path / CONFIG / name, name)
-        except OutsideCmodDomain:
+        except (OutsideCmodDomain, ConfigError):  # undefined in the cmod; a state golden says the RTL refuses
             continue
         cases.append(Case(name, cfg, lambda e, cfg=cfg, facts=facts: save_trace("layer_sequence", cfg, facts, e),
                           facts))
