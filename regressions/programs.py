@@ -217,9 +217,11 @@ class ConvLayer:
         return ((h + 2 * pt - ((r - 1) * dy + 1)) // sy + 1, (w + 2 * pl - ((s - 1) * dx + 1)) // sx + 1)
 
 
-def program_conv(dla_or_hw, layer: ConvLayer) -> Program | bytes:
+def program_conv(dla_or_hw, layer: ConvLayer, reuse=None) -> Program | bytes:
     """Program a direct convolution whose int32 CACC output SDP converts on the fly and writes.
-    Given a ``Dla`` it runs the layer and returns the output bytes; given a HwConfig, the Program."""
+    Given a ``Dla`` it runs the layer and returns the output bytes; given a HwConfig, the Program.
+    ``reuse`` (``compiler.codegen.conv.CbufReuse``) keeps its input or weights in the CBUF for the next
+    convolution, or takes the previous one's."""
     from compiler.hwparams import SdpParams
 
     hw = dla_or_hw if isinstance(dla_or_hw, HwConfig) else dla_or_hw.hw
@@ -234,7 +236,7 @@ def program_conv(dla_or_hw, layer: ConvLayer) -> Program | bytes:
     off, scale, shift = layer.out_cvt
     sdp = SdpParams(cvt_offset=off, cvt_scale=scale, cvt_shift=shift)
     regs = RegProgram(hw)
-    emit_conv(regs, packed_cube(SRC_BASE, c, h, w, atom), WEIGHT_BASE, (k, c, r, s), dst, layer, sdp)
+    emit_conv(regs, packed_cube(SRC_BASE, c, h, w, atom), WEIGHT_BASE, (k, c, r, s), dst, layer, sdp, reuse=reuse)
     p.extend(regs)
     if isinstance(dla_or_hw, HwConfig):
         return p
