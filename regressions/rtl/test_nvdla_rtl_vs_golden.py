@@ -5,14 +5,15 @@ layers of direct CONV (sizes, kernels, strides, dilation, padding, partial atoms
 splits), SDP (X1/X2, REG and MEM operands; nv_small has no EW/LUT), PDP (split width too) and CDP; SDP -> PDP
 on the fly (``programs_sdp_pdp``); and sequences of operations played op after op on one DUT without reset, so
 the CBUF state one convolution leaves (banks, reuse, release) meets the next: 2-4 drawn layers back to back
-(``sequence_trace``), and the DLA tasks of compiled random networks (``regressions.fuzz.networks``) with two
-or more operations. Each becomes an NVDLA trace
+(``sequence_trace``), convolution pairs where the second reuses the input or weights the first kept in the CBUF
+(``ReusePair``), and the DLA tasks of compiled random networks (``regressions.fuzz.networks``) with two or more
+operations. Each becomes an NVDLA trace
 checking the golden model's CRC of every output; all traces of a kind run in ``SIM_WORKERS`` simulations of
 one build (STYLE: configs go to the simulator as data).
 
 ``DLA_RTL_DIFF_EXAMPLES`` (20 in ``make test``, 200 at level ci) sizes the draws: half of it per single-layer
-engine (ci: 400 layers), a quarter each SDP->PDP layers, drawn-layer sequences and network sequences (ci: 50
-each). Derandomized
+engine (ci: 400 layers), a quarter each SDP->PDP layers, drawn-layer sequences, reuse pairs and network
+sequences (ci: 50 each). Derandomized
 unless ``FUZZ_SEED`` is set. A layer that differs is saved under ``regressions/found/<property>/`` by
 ``regressions.fuzz.found`` (replayed first on later runs); a differing SDP->PDP layer or sequence is saved as
 its trace under ``regressions/found/nvdla-rtl/`` (``dla trace DIR --dut nvdla-nv_small`` replays it).
