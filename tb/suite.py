@@ -25,6 +25,7 @@ from golden.regs import register_map
 from runtime.suite import ERROR, NA, PASS, Outcome, TargetSetupError, trace_name
 from runtime.trace import TraceError
 from runtime.txn import parse_trace
+from tb.balance import balanced_parts, trace_cost
 from tb.filelist import FileListError
 from tb.results import ABORTED, BenchSettings, JobFile, TraceJob, read_result
 from tb.runner import (
@@ -245,8 +246,10 @@ def run_suite(jobs: list[tuple[str, str, str]], workers: int = 1, options: Mappi
                                      f"DUT build failed ({first})")
             continue
         n = len(members) if waves else max(1, min(workers, len(members)))
+        parts = [members[k::n] for k in range(n)] if waves or n == 1 else \
+            balanced_parts(members, [trace_cost(jobs[i][0], jobs[i][1]) for i in members], n)  # tb.balance
         for k in range(n):
-            part = members[k::n]
+            part = parts[k]
             if waves:  # one simulation, so one waveform, per trace, named after it
                 directory = run_dir / f"{part[0]:04d}-{re.sub(r'[^0-9A-Za-z_.-]', '_', trace_name(jobs[part[0]][0]))}"
             else:

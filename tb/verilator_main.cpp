@@ -421,6 +421,59 @@ __attribute__((visibility("default"))) void dla_axi_close(int port) {
 }
 }
 
+// ---- DLA: clocks toggled by the main loop -------------------------------------------------------------
+// cocotb's GPI clock (Clock(..., impl="gpi")) re-registers a timed VPI callback every half period and
+// writes the clock from it as an inertial put. dla_clock_start does the same from the loop itself: at the
+// toggle time, after the timed callbacks of that time step (where the GPI clock would have queued its
+// write), the new value is queued as an inertial put, so it is applied at the same point with the same
+// writes around it. tb/fastclock.py starts and stops these clocks from Python.
+namespace {
+struct DlaClock {
+    Sig sig;
+    uint64_t period, high, next;
+    bool value, on;
+};
+std::vector<DlaClock> dla_clocks;
+
+// Queue the toggles due now (the loop calls this where cocotb's timed callbacks ran).
+void dla_clock_edges() {
+    for (auto &c : dla_clocks) {
+        if (!c.on || c.next != main_time) continue;
+        c.value = !c.value;
+        put_u64(c.sig, c.value ? 1 : 0);
+        c.next += c.value ? c.high : c.period - c.high;
+    }
+}
+
+// The next toggle time, or ~0 when no clock runs.
+uint64_t dla_clock_next() {
+    uint64_t t = ~uint64_t(0);
+    for (const auto &c : dla_clocks)
+        if (c.on && c.next < t) t = c.next;
+    return t;
+}
+}  // namespace
+
+extern "C" {
+// Start driving ``name`` (full signal name): ``period`` and ``high`` in simulation steps, first value
+// ``start_high``, written now as cocotb's Clock.start() does. Returns an id, or -1 (stock loop, no signal).
+__attribute__((visibility("default"))) int dla_clock_start(const char *name, unsigned long long period,
+                                                           unsigned long long high, int start_high) {
+    if (!dla_axi_enabled || high == 0 || high >= period) return -1;
+    Sig s = find_sig(name);
+    if (!s.h) return -1;
+    DlaClock c{s, period, high, 0, start_high != 0, true};
+    put_u64(c.sig, c.value ? 1 : 0);
+    c.next = main_time + (c.value ? high : period - high);
+    dla_clocks.push_back(c);
+    return static_cast<int>(dla_clocks.size()) - 1;
+}
+
+__attribute__((visibility("default"))) void dla_clock_stop(int id) {
+    if (id >= 0 && id < static_cast<int>(dla_clocks.size())) dla_clocks[id].on = false;
+}
+}
+
 void wrap_up() {
     VerilatedVpi::callCbs(cbEndOfSimulation);
 
@@ -573,6 +626,7 @@ int main(int argc, char **argv) {
         vluint64_t next_time_timing =
             top->eventsPending() ? top->nextTimeSlot() : NO_TOP_EVENTS_PENDING;
         vluint64_t next_time = std::min(next_time_cocotb, next_time_timing);
+        next_time = std::min<vluint64_t>(next_time, dla_clock_next());  // DLA: our clocks
 
         // If there are no more cbAfterDelay callbacks,
         // the next deadline is max value, so end the simulation now
@@ -598,6 +652,7 @@ int main(int argc, char **argv) {
         // callbacks they trigger now, so the first eval_step of the next time step sees them; the stock
         // loop applied them only after an eval_step that had nothing to do.
         if (apply_puts_first) {
+            dla_clock_edges();  // DLA: our clocks queue their toggles where cocotb's clock callbacks would
             VerilatedVpi::doInertialPuts();
             dla_axi_edge();  // DLA: C++ AXI ports sample this edge before any cocotb callback
             settle_value_callbacks();

@@ -9,7 +9,7 @@ timing of cocotbext-axi's AxiRam without Python on every clock edge.
 ``$DLA_VERILATOR_STOCK_LOOP=1`` makes a simulation run cocotb's loop unchanged (the plusarg
 ``+dla_stock_loop``), for before/after measurements on the same build.
 
-``tb.runner`` builds every Verilator DUT with ``MainLoopVerilator`` and hashes ``main_digest()`` into
+``tb.runner`` builds every Verilator DUT with ``main_loop_verilator()`` and hashes ``main_digest()`` into
 the build's content hash.
 """
 from __future__ import annotations
@@ -18,8 +18,6 @@ import functools
 import hashlib
 import os
 from pathlib import Path
-
-from cocotb_tools.runner import Verilator
 
 #: The C++ main compiled into every Verilator build.
 MAIN_CPP = Path(__file__).resolve().with_name("verilator_main.cpp")
@@ -39,8 +37,8 @@ def plusargs() -> list[str]:
     return ["+dla_stock_loop"] if value in ("1", "yes", "true", "on", "y") else []
 
 
-class MainLoopVerilator(Verilator):
-    """cocotb's Verilator runner, compiling ``tb/verilator_main.cpp`` instead of cocotb's main."""
+class _MainLoop:
+    """Mixin for cocotb's Verilator runner, compiling ``tb/verilator_main.cpp`` instead of cocotb's main."""
 
     def _build_command(self):
         cmds = super()._build_command()
@@ -51,3 +49,12 @@ class MainLoopVerilator(Verilator):
         # export the main's dla_axi_* functions to ctypes (tb.fastmem.CxxAxiRam)
         cmds[0] = first + ["-LDFLAGS", "-rdynamic"]
         return cmds
+
+
+@functools.lru_cache(maxsize=None)
+def main_loop_verilator() -> type:
+    """cocotb's Verilator runner class with our main. ``cocotb_tools.runner`` is imported here, not at
+    module import: it imports cocotb and pytest, half a second of every ``dla`` start otherwise."""
+    from cocotb_tools.runner import Verilator
+
+    return type("MainLoopVerilator", (_MainLoop, Verilator), {})
