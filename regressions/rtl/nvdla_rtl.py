@@ -26,6 +26,15 @@ SIM_WORKERS = int(os.environ.get("DLA_SIM_WORKERS", "2"))
 FULL = os.environ.get("DLA_NVDLA_RTL", "") == "full"
 
 
+def axi_random() -> int | None:
+    """Random AXI timing (latency, out-of-order reads across IDs, back-pressure on every channel) for the
+    NVDLA suites at ``DLA_NVDLA_RTL=full`` (levels ci and up), seeded by the run's ``FUZZ_SEED`` so a run
+    replays; ``$DLA_AXI_RANDOM`` (tb.suite) still decides when set, and ``make test`` keeps fixed timing."""
+    if not FULL or os.environ.get("DLA_AXI_RANDOM", "").strip():
+        return None
+    return int(os.environ.get("FUZZ_SEED") or 1) % (1 << 31)
+
+
 def nvdla_rtl_options(**extra: object) -> dict:
     """``tb.suite.RtlOptions`` fields selecting NVDLA's nv_small RTL; skips the test when its file list or
     Verilator is missing."""
@@ -39,7 +48,8 @@ def nvdla_rtl_options(**extra: object) -> dict:
         simulator_version(SIMULATOR)
     except SimulatorUnavailable as exc:
         pytest.skip(f"{SIMULATOR} is not installed ({exc})")
-    return {"filelist": str(filelist), **extra}
+    seed = axi_random()
+    return {"filelist": str(filelist), **({"axi_random": seed} if seed is not None else {}), **extra}
 
 
 @pytest.fixture
