@@ -62,6 +62,16 @@ class HwConfig:
     address_map: Literal["small", "full"] = "small"
     #: Address and stride registers count in units of this many bytes (nv_full: 32, fields [31:5]).
     address_unit: int = 1
+    #: int8 CDP: bits of ``S_LUT_{LE,LO}_START`` the LUT controller compares the square sum with and
+    #: subtracts from it to find underflow, index and fraction (``NV_NVDLA_CDP_DP_LUT_CTRL_unit.v``:
+    #: ``reg2dp_X_offset[pPP_BW:0]``, pPP_BW = 21, read as 22-bit signed; the same for Y). 38 = the whole
+    #: register, as NVDLA's cmod does. The nv_small-family RTL (NVDLA master) uses 22; the slope values
+    #: outside the table still measure from the full 38-bit START/END (``NV_NVDLA_CDP_DP_intp.v``).
+    cdp_lut_start_bits: int = 38
+    #: int8 CDP: whether ``LUT_LO_INDEX_SELECT`` = -32 (0x20) shifts left by 32, as NVDLA's cmod does. The
+    #: nv_small-family RTL computes the LO shift amount in 5 bits (``Y_shift_bits_int8_abs``: ~0 + 1 = 0),
+    #: so -32 shifts by 0 there; LE's amount has 6 bits and is right.
+    cdp_lo_select_minus32: bool = True
 
     # ---- derived sizes -------------------------------------------------------------------------
     @property
@@ -146,6 +156,8 @@ def _small_family(name: str, **kw: object) -> HwConfig:
         mem_address_width=32,
         num_dma_read_clients=7,
         num_dma_write_clients=3,
+        cdp_lut_start_bits=22,
+        cdp_lo_select_minus32=False,
     )
     base.update(kw)
     return HwConfig(**base)  # type: ignore[arg-type]
@@ -277,6 +289,9 @@ NV_FULL = _small_family(
     num_dma_write_clients=3,
     address_map="full",
     address_unit=32,
+    # nvdlav1's CDP compares int8 lanes in pairs, one with all 38 START bits, one with 22: not modelled.
+    cdp_lut_start_bits=38,
+    cdp_lo_select_minus32=True,
 )
 
 PRESETS: dict[str, HwConfig] = {

@@ -35,6 +35,7 @@ import numpy as np
 
 from golden import fp
 from golden.arith import rha, sat, sign_extend
+from golden.config import HwConfig
 from golden.dma import check_format, feature_cube
 from golden.engines import Engine, OpContext, register
 from golden.errors import UnsupportedError
@@ -64,6 +65,13 @@ class Table:
     uflow_shift: int  # signed 5-bit: negative shifts left
     oflow_scale: int
     oflow_shift: int
+    #: START as the LUT controller compares and subtracts it (underflow, index, fraction); None: ``start``.
+    #: nv_small's RTL keeps 22 bits of it (``HwConfig.cdp_lut_start_bits``), the slopes use all 38.
+    index_start: int | None = None
+
+    @property
+    def window_start(self) -> int:
+        return self.start if self.index_start is None else self.index_start
 
 
 @dataclass(frozen=True)
@@ -77,10 +85,17 @@ class Lut:
     lo: Table
 
     @classmethod
-    def from_view(cls, cdp: RegView, dtype: str = "int8") -> "Lut":
-        """fp16 keeps the raw words: START/END's low 32 bits are fp32 patterns, slopes fp16 patterns."""
+    def from_view(cls, cdp: RegView, dtype: str = "int8", hw: HwConfig | None = None) -> "Lut":
+        """fp16 keeps the raw words: START/END's low 32 bits are fp32 patterns, slopes fp16 patterns.
+        ``hw`` (int8 only): the RTL's LUT controller widths (``HwConfig.cdp_lut_start_bits``,
+        ``cdp_lo_select_minus32``); None: the cmod's."""
         cfg, info = cdp.S_LUT_CFG, cdp.S_LUT_INFO
         decode = {"int8": _index_select, "int16": _index_select16, "fp16": _index_select_fp16}[dtype]
+        rtl = hw if hw is not None and dtype == "int8" else None
+        bits = rtl.cdp_lut_start_bits if rtl else 38
+        lo_select = decode(info, "LUT_LO_INDEX_SELECT")
+        if rtl and lo_select == -32 and not rtl.cdp_lo_select_minus32:
+            lo_select = 0  # the 5-bit shift amount drops the 32: no shift, no fraction, like 0
         le_used = cfg.LUT_LE_FUNCTION == LINEAR or dtype == "int8"  # int8: checked as before, whatever the mode
         return cls(
             le_function=cfg.LUT_LE_FUNCTION,
@@ -88,8 +103,8 @@ class Lut:
             oflow_priority=cfg.LUT_OFLOW_PRIORITY,
             hybrid_priority=cfg.LUT_HYBRID_PRIORITY,
             le_index_offset=info.signed("LUT_LE_INDEX_OFFSET"),
-            le=_table(cdp, "LE", decode(info, "LUT_LE_INDEX_SELECT") if le_used else 0),
-            lo=_table(cdp, "LO", decode(info, "LUT_LO_INDEX_SELECT")),
+            le=_table(cdp, "LE", decode(info, "LUT_LE_INDEX_SELECT") if le_used else 0, bits),
+            lo=_table(cdp, "LO", lo_select, bits),
         )
 
 
@@ -126,16 +141,18 @@ def _index_select_fp16(info: RegValue, name: str) -> int:
     return int(sign_extend(getattr(info, name), 8))
 
 
-def _table(cdp: RegView, t: str, index_select: int) -> Table:
+def _table(cdp: RegView, t: str, index_select: int, start_bits: int = 38) -> Table:
     scale, shift = getattr(cdp, f"S_LUT_{t}_SLOPE_SCALE"), getattr(cdp, f"S_LUT_{t}_SLOPE_SHIFT")
+    start = _start38(cdp, t, "START")
     return Table(
-        start=_start38(cdp, t, "START"),
+        start=start,
         end=_start38(cdp, t, "END"),
         index_select=index_select,
         uflow_scale=scale.signed(f"LUT_{t}_SLOPE_UFLOW_SCALE"),
         uflow_shift=shift.signed(f"LUT_{t}_SLOPE_UFLOW_SHIFT"),
         oflow_scale=scale.signed(f"LUT_{t}_SLOPE_OFLOW_SCALE"),
         oflow_shift=shift.signed(f"LUT_{t}_SLOPE_OFLOW_SHIFT"),
+        index_start=None if start_bits >= 38 else int(sign_extend(start & ((1 << start_bits) - 1), start_bits)),
     )
 
 
@@ -224,7 +241,7 @@ def _outside(s: np.ndarray, tbl: np.ndarray, t: Table, kind: np.ndarray, uflow_b
 def lookup_linear(s: np.ndarray, tbl: np.ndarray, t: Table) -> tuple[np.ndarray, np.ndarray]:
     """Linear table (LO always, LE with LUT_LE_FUNCTION=LINEAR): (value sat16, classification)."""
     depth = tbl.size
-    raw = s - t.start
+    raw = s - t.window_start
     sel = t.index_select
     idx = raw >> sel if sel >= 0 else np.left_shift(raw, -sel)  # int64 wrap like the cmod
     kind = np.where((idx < 0) | (raw <= 0), UFLOW, np.where(idx >= depth - 1, OFLOW, HIT))
@@ -240,7 +257,7 @@ def lookup_linear(s: np.ndarray, tbl: np.ndarray, t: Table) -> tuple[np.ndarray,
 
 def lookup_exponent(s: np.ndarray, tbl: np.ndarray, t: Table, index_offset: int) -> tuple[np.ndarray, np.ndarray]:
     """LE in exponent mode: the index is floor(log2(S - start)) - LE_INDEX_OFFSET."""
-    raw = s - t.start
+    raw = s - t.window_start
     pos = np.maximum(raw, 1)
     log2 = np.frexp(pos.astype(np.float64))[1].astype(np.int64) - 1  # exact for |raw| < 2^53
     idx = np.where(raw > 0, log2, 0) - index_offset
@@ -439,7 +456,7 @@ def run(ctx: OpContext) -> None:
     height = rdma.D_DATA_CUBE_HEIGHT.HEIGHT + 1
     width = rdma.D_DATA_CUBE_WIDTH.WIDTH + 1
     p = Lrn.from_view(cdp, dtype)
-    lut = Lut.from_view(cdp, dtype)
+    lut = Lut.from_view(cdp, dtype, ctx.hw)
     tables = ctx.lut["CDP"]
     _check_tables(tables["LE"], tables["LO"])
 

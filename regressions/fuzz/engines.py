@@ -171,6 +171,7 @@ def build_cdp(hw: HwConfig, layer: programs.LrnLayer) -> Built:
         datin_shifter=layer.datin_shifter, normalz_len=layer.normalz_len, sqsum_bypass=layer.sqsum_bypass,
         mul_bypass=layer.mul_bypass, lut=layer.lut, datout_offset=layer.datout_offset,
         datout_scale=layer.datout_scale, datout_shifter=layer.datout_shifter, channel_count=c,
+        start_bits=hw.cdp_lut_start_bits, lo_select_minus32=hw.cdp_lo_select_minus32,
     )
     return programs.program_cdp(hw, layer), expected_bytes(want, atom), (c, h, w)
 

@@ -5,6 +5,12 @@ Rules: NVDLA_NOTES.md section 4 "CDP / LRN" (cmod ``cmod/cdp/NV_NVDLA_cdp.cpp``
 ``cdp_ocvt.cpp``).  int16 differs from int8 only in widths: x' is 17-bit (DATIN_OFFSET 16-bit),
 the output 16-bit (DATOUT_OFFSET 32-bit), the index selects 7-bit signed.
 
+nv_small's RTL differs from the cmod in two int8 LUT details, both selectable here (defaults: the cmod):
+``start_bits`` -- the LUT controller compares S with, and subtracts, only the low 22 bits of START read as
+signed (``NV_NVDLA_CDP_DP_LUT_CTRL_unit.v``, ``reg2dp_X_offset[pPP_BW:0]``); the slopes outside the
+table still measure from all 38 bits -- and ``lo_select_minus32=False`` -- LO_INDEX_SELECT = -32 shifts by
+0, not 32 (its shift amount ``Y_shift_bits_int8_abs`` is 5 bits wide).
+
 The cmod computes the LUT in int64.  Where an int64 intermediate would overflow, or a
 native shift count reaches the operand width, the cmod's result is undefined C and the
 reference raises :class:`OutsideCmodDomain` instead of guessing.
@@ -98,18 +104,25 @@ def _le_is_exp(lut: CdpLut) -> bool:
     raise ValueError(f"le_function={lut.le_function!r} must be 'exp'/0 or 'linear'/1")
 
 
+def _window(start: int, bits: int) -> int:
+    """START as the LUT controller compares it: its low ``bits`` bits, signed (38: all of it)."""
+    return sign_extend(start & ((1 << bits) - 1), bits)
+
+
 def _linear_table(s: int, table: list[int], start: int, end: int, select: int,
-                  uflow_scale: int, uflow_shift: int, oflow_scale: int, oflow_shift: int) -> tuple[str, int]:
+                  uflow_scale: int, uflow_shift: int, oflow_scale: int, oflow_shift: int,
+                  start_bits: int = 38) -> tuple[str, int]:
     """Linear-mode lookup (LE with FUNCTION=1, and always LO); returns (state, sat16 result).
 
     ``idx = (S - start) >> select`` (left shift for a negative select).  Underflow when
     ``S - start <= 0``: ``T[0] + cv((S - start) * uscale, ushift)``.  Overflow when
     ``idx >= depth - 1``: ``T[last] + cv((S - end) * oscale, oshift)``.  Hit:
     ``T[i] + cv((T[i+1] - T[i]) * f16, 16)`` with the remainder renormalised to 16
-    fraction bits (0 for a negative select).
+    fraction bits (0 for a negative select). Underflow, index and fraction use START's low
+    ``start_bits`` bits (signed); the underflow slope uses all of START.
     """
     depth = len(table)
-    distance = s - start
+    distance = s - _window(start, start_bits)
     if distance <= 0:
         return "uflow", sat(table[0] + _cv((s - start) * uflow_scale, uflow_shift), 16)
     if select < 0:
@@ -131,7 +144,8 @@ def _linear_table(s: int, table: list[int], start: int, end: int, select: int,
 
 
 def _exp_table(s: int, table: list[int], start: int, end: int, offset: int,
-               uflow_scale: int, uflow_shift: int, oflow_scale: int, oflow_shift: int) -> tuple[str, int]:
+               uflow_scale: int, uflow_shift: int, oflow_scale: int, oflow_shift: int,
+               start_bits: int = 38) -> tuple[str, int]:
     """LE exponent-mode lookup; returns (state, sat16 result).
 
     ``raw = S - start``; ``idx = floor(log2 raw) - offset``.  Underflow when ``raw <= 0``
@@ -139,9 +153,10 @@ def _exp_table(s: int, table: list[int], start: int, end: int, offset: int,
     ``bias = 2**offset`` for ``offset >= 0`` (offset 0 gives 1) and 0 otherwise.
     Overflow when ``idx >= 64``: ``LE[64] + cv((S - end) * oscale, oshift)``.  Hit:
     ``LE[i] + cv((LE[i+1] - LE[i]) * f16, 16)`` where ``f16`` is ``raw - 2**floor(log2 raw)``
-    renormalised to 16 fraction bits.
+    renormalised to 16 fraction bits. ``raw`` uses START's low ``start_bits`` bits (signed), the
+    underflow slope all of START.
     """
-    raw = s - start
+    raw = s - _window(start, start_bits)
     log_sum = raw.bit_length() - 1 if raw > 0 else 0
     index = log_sum - offset
     if raw <= 0 or index < 0:
@@ -173,12 +188,15 @@ def _select16(name: str, v: int) -> int:
     return v
 
 
-def cdp_lut_lookup(s: int, lut: CdpLut, precision: str = "int8") -> int:
+def cdp_lut_lookup(s: int, lut: CdpLut, precision: str = "int8", start_bits: int = 38,
+                   lo_select_minus32: bool = True) -> int:
     """CDP LUT result (int16) for a square sum ``s`` (``lookup_lut_int8`` / ``lookup_lut``).
 
     Both tables are evaluated; both underflow -> UFLOW_PRIORITY, both overflow ->
     OFLOW_PRIORITY, exactly one hit -> that table, otherwise HYBRID_PRIORITY.
     ``precision`` "int16" reads the index selects as 7-bit signed (LE's only in linear mode).
+    int8 only: ``start_bits`` (22 on nv_small's RTL) and ``lo_select_minus32`` (False on nv_small's RTL:
+    an LO select of -32 is 0), see the module docstring.
     """
     s = int(s)
     le_table = _table(lut.le_table, LE_DEPTH, "le_table")
@@ -194,6 +212,11 @@ def cdp_lut_lookup(s: int, lut: CdpLut, precision: str = "int8") -> int:
     else:
         le_select = check_signed("le_index_select", lut.le_index_select, 6)
         lo_select = check_signed("lo_index_select", lut.lo_index_select, 6)
+        if lo_select == -32 and not lo_select_minus32:
+            lo_select = 0
+    if precision != "int8":
+        start_bits = 38
+    start_bits = check_range("start_bits", start_bits, 22, 38)
     slopes = {
         name: check_signed(name, getattr(lut, name), 16 if name.endswith("scale") else 5)
         for prefix in ("le", "lo")
@@ -209,10 +232,10 @@ def cdp_lut_lookup(s: int, lut: CdpLut, precision: str = "int8") -> int:
     lo_slopes = (slopes["lo_slope_uflow_scale"], slopes["lo_slope_uflow_shift"],
                  slopes["lo_slope_oflow_scale"], slopes["lo_slope_oflow_shift"])
     if _le_is_exp(lut):
-        le_state, le_result = _exp_table(s, le_table, le_start, le_end, offset, *le_slopes)
+        le_state, le_result = _exp_table(s, le_table, le_start, le_end, offset, *le_slopes, start_bits)
     else:
-        le_state, le_result = _linear_table(s, le_table, le_start, le_end, le_select, *le_slopes)
-    lo_state, lo_result = _linear_table(s, lo_table, lo_start, lo_end, lo_select, *lo_slopes)
+        le_state, le_result = _linear_table(s, le_table, le_start, le_end, le_select, *le_slopes, start_bits)
+    lo_state, lo_result = _linear_table(s, lo_table, lo_start, lo_end, lo_select, *lo_slopes, start_bits)
 
     if le_state == "uflow" and lo_state == "uflow":
         chosen = uflow_pri
@@ -262,6 +285,8 @@ def lrn(
     datout_shifter: int = 0,
     channel_count: int | None = None,
     precision: str = "int8",
+    start_bits: int = 38,
+    lo_select_minus32: bool = True,
 ) -> np.ndarray:
     """CDP int8/int16 LRN of a (C, H, W) cube; returns int64 (C, H, W) in the data range.
 
@@ -275,6 +300,8 @@ def lrn(
     5. ``out = sat8(rha((v - DATOUT_OFFSET) * DATOUT_SCALE, DATOUT_SHIFTER))``.
 
     ``precision="int16"``: 16-bit data, ``sat17`` x', ``sat16`` output, 16/32-bit offsets.
+    ``start_bits``/``lo_select_minus32``: the LUT controller of nv_small's RTL (22/False), see
+    :func:`cdp_lut_lookup`.
     ``x`` may include padding lanes: output is computed for every channel of ``x`` (the
     hardware writes padding lanes too); ``channel_count`` (default: all) says how many
     are real.
@@ -316,7 +343,7 @@ def lrn(
                     for j in range(c - half_window, c + half_window + 1):
                         if 0 <= j < channels:
                             square_sum += converted[j] * converted[j]
-                lut_result = cdp_lut_lookup(square_sum, lut, precision)
+                lut_result = cdp_lut_lookup(square_sum, lut, precision, start_bits, lo_select_minus32)
                 value = lut_result if mul_bypass else lut_result * converted[c]
                 out[c, h, w] = cdp_output_cvt(value, datout_offset, datout_scale, datout_shifter, data_bits)
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from golden.config import NV_SMALL
+from golden.config import NV_SMALL, HwConfig
 from golden.dla import Dla
 from golden.engines.cdp import (
     HIT, LE, LO, OFLOW, UFLOW, Lrn, Lut, Table, cmod_convert, input_cvt, lookup_exponent, lookup_linear,
@@ -29,10 +29,10 @@ def lrn_params(**kw) -> Lrn:
 
 
 def run_cdp(x: np.ndarray, channels: int, regs: dict[str, int | dict[str, int]],
-            le: list[int] | None = None, lo: list[int] | None = None) -> tuple[np.ndarray, Dla]:
+            le: list[int] | None = None, lo: list[int] | None = None, hw: HwConfig = NV_SMALL) -> tuple[np.ndarray, Dla]:
     """Program CDP/CDP_RDMA through CSB writes (LUTs through S_LUT_ACCESS_*), run, return the output."""
     cpad, height, width = x.shape
-    dla = Dla(NV_SMALL)
+    dla = Dla(hw)
     layout = CubeLayout(channels, height, width, width * ATOM, height * width * ATOM, ATOM)
     write_cube(dla.mem.dram, SRC, layout, x)
     for table_id, values in ((0, le), (1, lo)):
@@ -72,8 +72,8 @@ def sum_of_squares_lut(normalz_len: int, datin_offset: int = 0) -> dict[str, int
     return {
         "S_LUT_CFG": dict(LUT_LE_FUNCTION=1, LUT_UFLOW_PRIORITY=0, LUT_OFLOW_PRIORITY=0, LUT_HYBRID_PRIORITY=0),
         "S_LUT_INFO": 0,
-        "S_LUT_LE_START_LOW": 1 << 24,
-        "S_LUT_LE_END_LOW": (1 << 24) + 64,
+        "S_LUT_LE_START_LOW": 1 << 20,  # above any S (< 2^20), inside the RTL's 22-bit compare
+        "S_LUT_LE_END_LOW": (1 << 20) + 64,
         "S_LUT_LO_START_LOW": 0xFFFFFFFF,
         "S_LUT_LO_START_HIGH": 0x3F,  # -1 as 38 bits
         "S_LUT_LO_END_LOW": 255,
@@ -211,17 +211,62 @@ def test_lut_priorities(priorities):
     assert counts == {"uflow": 1, "oflow": 1, "le_hit": 2, "lo_hit": 2, "hybrid": 3}
 
 
+#: nv_small with the cmod's LUT controller (all 38 START bits, LO select -32 shifts by 32).
+CMOD_LUT = NV_SMALL.derive(cdp_lut_start_bits=38, cdp_lo_select_minus32=True)
+
+
 def test_lut_through_registers_with_38_bit_start():
-    # LE linear with a negative START (-2^33 as 38 bits): every S overflows LE; LO hits. Only one table
-    # hits, so LO is used whatever HYBRID_PRIORITY says.
+    # LE linear with a negative START (-2^33 as 38 bits). The cmod: every S overflows LE; LO hits. Only one
+    # table hits, so LO is used whatever HYBRID_PRIORITY says.
     x = np.zeros((ATOM, 1, 1), dtype=np.int64)
     x[0, 0, 0] = 3
     regs = sum_of_squares_lut(0)
     regs.update({"S_LUT_LE_START_LOW": 0, "S_LUT_LE_START_HIGH": 0x3E, "S_LUT_LE_END_LOW": 0,
                  "S_LUT_LE_END_HIGH": 0x3E, "S_LUT_CFG": dict(LUT_LE_FUNCTION=1, LUT_HYBRID_PRIORITY=0)})
-    out, dla = run_cdp(x, 1, regs, lo=IDENTITY_LO)
+    out, dla = run_cdp(x, 1, regs, lo=IDENTITY_LO, hw=CMOD_LUT)
     assert out[:2, 0, 0].tolist() == [9, 9]
     assert dla.read("CDP.D_PERF_LUT_LO_HIT") == ATOM and dla.read("CDP.D_PERF_LUT_OFLOW") == 0
+    # nv_small's RTL compares S with START's low 22 bits (signed): 0 here, so LE hits at S = 9 too (both hit:
+    # HYBRID_PRIORITY LE picks LE[9] = 0); S = 0 underflows LE and LO alone hits (LO[1] = 0).
+    out, dla = run_cdp(x, 1, regs, lo=IDENTITY_LO)
+    assert out[:2, 0, 0].tolist() == [0, 0]
+    assert dla.read("CDP.D_PERF_LUT_HYBRID") == 2 and dla.read("CDP.D_PERF_LUT_LO_HIT") == ATOM - 2
+
+
+def test_nv_small_lut_start_window_is_22_bit_signed():
+    """START = 2^21 + 5: the cmod sees S <= START (LE underflows, slope 0: LE[0]); nv_small's RTL sees the
+    low 22 bits as -2^21 + 5, so every S is above it and LE overflows (index >= 64). The slopes measure from
+    the whole START/END: an LE overflow slope of 1 gives LE[64] + (S - END)."""
+    x = np.zeros((ATOM, 1, 1), dtype=np.int64)
+    x[0, 0, 0] = 3
+    regs = sum_of_squares_lut(0)
+    regs.update({"S_LUT_LE_START_LOW": (1 << 21) + 5, "S_LUT_LE_END_LOW": 8,
+                 "S_LUT_LE_SLOPE_SCALE": dict(LUT_LE_SLOPE_OFLOW_SCALE=1),
+                 "S_LUT_LO_START_LOW": 1 << 20, "S_LUT_LO_START_HIGH": 0,  # LO underflows: slope 0, LO[0]
+                 "S_LUT_CFG": dict(LUT_LE_FUNCTION=1, LUT_UFLOW_PRIORITY=0, LUT_HYBRID_PRIORITY=0)})
+    le = [100] * 64 + [50]
+    lo = [-7] * 257
+    out, _ = run_cdp(x, 1, regs, le=le, lo=lo, hw=CMOD_LUT)
+    assert out[:2, 0, 0].tolist() == [100, 100]  # both underflow -> LE: LE[0]
+    out, dla = run_cdp(x, 1, regs, le=le, lo=lo)
+    # LE overflows, LO underflows: hybrid -> LE: 50 + (S - 8) for S = 9, 9, 0 (channel 2 is beyond C)
+    assert out[:3, 0, 0].tolist() == [51, 51, 42]
+    assert dla.read("CDP.D_PERF_LUT_HYBRID") == ATOM
+
+
+def test_nv_small_lo_index_select_minus_32_is_no_shift():
+    """LUT_LO_INDEX_SELECT = 0x20 (-32): the cmod shifts S - START left by 32 (LO always overflows); nv_small's
+    RTL computes the shift amount in 5 bits and shifts by 0, like select 0 (index S - START, no fraction)."""
+    x = np.zeros((ATOM, 1, 1), dtype=np.int64)
+    x[0, 0, 0] = 3
+    regs = sum_of_squares_lut(0)
+    regs["S_LUT_INFO"] = dict(LUT_LO_INDEX_SELECT=0x20)
+    out, dla = run_cdp(x, 1, regs, lo=IDENTITY_LO)
+    assert out[:2, 0, 0].tolist() == [9, 9]  # LO hits at S - (-1) = 10: LO[10] = 9, as with select 0
+    assert dla.read("CDP.D_PERF_LUT_LO_HIT") == ATOM
+    out, dla = run_cdp(x, 1, regs, lo=IDENTITY_LO, hw=CMOD_LUT)
+    assert dla.read("CDP.D_PERF_LUT_LO_HIT") == 0  # LO overflows everywhere
+    assert out[:2, 0, 0].tolist() == [0, 0]  # LE underflows, LO overflows: hybrid -> LE: LE[0] = 0
 
 
 # ---- CVTs -----------------------------------------------------------------------------------------

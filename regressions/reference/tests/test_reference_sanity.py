@@ -315,3 +315,21 @@ def test_cdp_lut_result_saturates_to_16_bits():
     # 32000 + (0 - 0 - 1) * -32768 = 64768 -> sat16 32767
     lut = cdp_lut(le_table=table, le_function="exp", le_slope_uflow_scale=-32768)
     assert cdp_lut_lookup(0, lut) == 32767
+
+
+def test_cdp_lut_nv_small_rtl_start_window_and_lo_select():
+    # START = 2^22 + 3: the cmod sees S = 5 far below it (LE underflows: LE[0] + slope 0 = 0); nv_small's RTL
+    # compares with the low 22 bits (3): LE hits at index 5 - 3 = 2 -> 20.
+    lut = cdp_lut(le_start=(1 << 22) + 3, le_end=(1 << 22) + 67, uflow_priority=0)
+    assert cdp_lut_lookup(5, lut) == 0
+    assert cdp_lut_lookup(5, lut, start_bits=22) == 20
+    # Bit 21 is the sign of the 22-bit window: START = 2^21 reads as -2^21, so S = 5 overflows LE (LE[64] = 640
+    # plus the overflow slope from the whole END: scale 1 -> 640 + (5 - END)).
+    lut = cdp_lut(le_start=1 << 21, le_end=10, le_slope_oflow_scale=1, lo_start=-1000)
+    assert cdp_lut_lookup(5, lut, start_bits=22) == 635
+    # LO select -32: the cmod shifts left by 32 (LO overflows); the RTL by 0 (LO hits at S - START).
+    lo = tuple(range(257))
+    lut = cdp_lut(lo_table=lo, lo_start=0, lo_end=256, lo_index_select=-32, le_start=1 << 20, le_end=(1 << 20) + 64,
+                  uflow_priority=1, hybrid_priority=0)
+    assert cdp_lut_lookup(7, lut) == 0  # LE underflows, LO overflows: hybrid -> LE[0]
+    assert cdp_lut_lookup(7, lut, lo_select_minus32=False) == 7
