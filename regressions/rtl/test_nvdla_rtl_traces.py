@@ -9,6 +9,7 @@ at level ci and up) plays all 85.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from regressions.rtl.nvdla_rtl import CONFIG, FULL, SIM_WORKERS, SIMULATOR, nvdl
 from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
 from runtime.suite import NA, PASS, Outcome, run_trace
 from runtime.trace import find_traces
+from tb.runner import SimulatorUnavailable, simulator_version
 from tb.suite import run_traces
 
 pytestmark = [pytest.mark.rtl, pytest.mark.usefixtures("no_rtl_coverage")]
@@ -78,3 +80,24 @@ def test_nv_small_traces_on_nvdla_rtl(pytestconfig: pytest.Config) -> None:
     for o in rtl.values():  # an EW/LUT trace is N/A because the DUT's CFGROM lacks the sub-unit
         if o.status == NA and not o.detail.startswith("missing data file"):
             assert "not in DUT" in o.detail or "engine" in o.detail, o.line()
+
+
+#: Icarus plays NVDLA's RTL at about 200 simulated cycles/s, so it gets the 15 PDP traces and the smallest
+#: convolution, at level nightly (DLA_SLOW_TESTS=1).
+ICARUS_DC_TRACE = "dc_1x1x8_1x1x8x1_int8_0"
+
+
+def test_pdp_and_dc_traces_on_nvdla_rtl_under_icarus(pytestconfig: pytest.Config) -> None:
+    if os.environ.get("DLA_SLOW_TESTS") != "1":
+        pytest.skip("slow (about 200 simulated cycles/s): level nightly, DLA_SLOW_TESTS=1")
+    root = trace_root(pytestconfig)
+    options = nvdla_rtl_options()
+    try:
+        simulator_version("icarus")
+    except SimulatorUnavailable as exc:
+        pytest.skip(f"icarus is not installed ({exc})")
+    cfgs = [c for c in find_traces(root) if c.parent.name.startswith("pdp_") or c.parent.name == ICARUS_DC_TRACE]
+    assert len(cfgs) == 16, [c.parent.name for c in cfgs]
+    rtl = list(run_traces([(c, CONFIG) for c in cfgs], "icarus", workers=SIM_WORKERS, options=options))
+    failed = [o.line() for o in rtl if o.status != PASS]
+    assert not failed, f"{len(failed)} of {len(rtl)} traces did not pass under Icarus:\n" + "\n".join(failed)
