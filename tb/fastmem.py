@@ -27,8 +27,11 @@ new memory per trace, after reset), pause generators and random timing (``tb.mem
 when those are asked for).
 
 ``CxxAxiRam`` is the same model run by our Verilator main (``tb/verilator_main.cpp``, ``dla_axi_open``) in
-C++ at each rising clock edge, before cocotb's callbacks of that edge, with its outputs queued as inertial
-puts like cocotb's writes: Python only reads or writes ``mem`` once per burst. ``FastDutMemory`` uses it
+C++ at each rising clock edge, before cocotb's callbacks of that edge: Python only reads or writes ``mem``
+once per burst. Its outputs are applied with the next falling edge, in that edge's evaluation (the DUT's
+rising-edge logic sees them at the same edge, and nothing samples the DUT in between; it saves the model an
+evaluation per busy edge), or, in a run with a waveform or ``+dla_axi_exact``, right after the rising edge
+as inertial puts like cocotb's writes. ``FastDutMemory`` uses it
 when the simulator has it (Verilator with our main), else ``FastAxiRam``; ``$DLA_AXI_MODEL=python`` keeps
 the Python model, ``=cocotbext`` cocotbext-axi's (comparisons; results are the same).
 """

@@ -192,6 +192,31 @@ struct Port {
     bool in_burst = false;
     uint64_t wb_id = 0, wb_addr = 0, wb_len = 0, wb_n = 0, wb_type = 1, wb_bytes = 8;
 
+    // Outputs of a rising edge. cocotbext-axi writes them right after the edge (inertial puts, applied after
+    // the edge's evaluation), which costs the model a second evaluation on every edge with bus activity.
+    // Deferred (the default without a waveform), they are applied with the next falling edge instead, in
+    // that edge's evaluation: the DUT's posedge logic samples them at the next rising edge either way,
+    // and nothing observes the DUT between (this model and cocotb sample at rising edges); only a
+    // waveform would show them half a period later, so a traced run keeps cocotbext's timing.
+    bool defer = true;
+    std::vector<std::pair<const Sig *, std::vector<uint8_t>>> pending;
+
+    void out(const Sig &s, const std::vector<uint8_t> &bytes) {
+        if (!s.h) return;
+        if (defer) pending.emplace_back(&s, bytes);
+        else put(s, bytes, false);
+    }
+    void out_u64(const Sig &s, uint64_t x) {
+        std::vector<uint8_t> b(8);
+        for (int i = 0; i < 8; i++) b[i] = (x >> (8 * i)) & 0xFF;
+        out(s, b);
+    }
+    // Apply deferred outputs: ``now`` at a falling edge (before its evaluation), else as inertial puts.
+    void flush(bool now) {
+        for (auto &po : pending) put(*po.first, po.second, now);
+        pending.clear();
+    }
+
     void record(const char *channel, const std::string &msg) {
         if (violation) violation(id, channel, msg.c_str());
     }
@@ -305,11 +330,11 @@ struct Port {
     }
 
     void drive_beat(const RBeat &beat) {
-        if (rid.h) put_u64(rid, beat.id);
-        put(rdata, beat.data, false);
-        put_u64(rlast, beat.last ? 1 : 0);
-        if (rresp.h) put_u64(rresp, 0);
-        if (ruser.h) put_u64(ruser, 0);
+        if (rid.h) out_u64(rid, beat.id);
+        out(rdata, beat.data);
+        out_u64(rlast, beat.last ? 1 : 0);
+        if (rresp.h) out_u64(rresp, 0);
+        if (ruser.h) out_u64(ruser, 0);
     }
 
     // One rising clock edge (tb/fastmem.py FastAxiRam._step, same order).
@@ -318,20 +343,20 @@ struct Port {
             if (!rq.empty()) {
                 drive_beat(rq.front());
                 rq.pop_front();
-                if (!rvalid_d) put_u64(rvalid, 1), rvalid_d = true;
+                if (!rvalid_d) out_u64(rvalid, 1), rvalid_d = true;
             } else if (rvalid_d) {
-                put_u64(rvalid, 0), rvalid_d = false;
+                out_u64(rvalid, 0), rvalid_d = false;
             }
         }
         if (!bvalid_d || get_bit(bready)) {
             if (!bq.empty()) {
-                if (bid.h) put_u64(bid, bq.front());
-                if (bresp.h) put_u64(bresp, 0);
-                if (buser.h) put_u64(buser, 0);
+                if (bid.h) out_u64(bid, bq.front());
+                if (bresp.h) out_u64(bresp, 0);
+                if (buser.h) out_u64(buser, 0);
                 bq.pop_front();
-                if (!bvalid_d) put_u64(bvalid, 1), bvalid_d = true;
+                if (!bvalid_d) out_u64(bvalid, 1), bvalid_d = true;
             } else if (bvalid_d) {
-                put_u64(bvalid, 0), bvalid_d = false;
+                out_u64(bvalid, 0), bvalid_d = false;
             }
         }
         bool arv = get_bit(arvalid), awv = get_bit(awvalid), wv = get_bit(wvalid);
@@ -348,7 +373,7 @@ struct Port {
                 ws.push_back(std::move(w));
             }
         } else {
-            put_u64(arready, 1), put_u64(awready, 1), put_u64(wready, 1);
+            out_u64(arready, 1), out_u64(awready, 1), out_u64(wready, 1);
             ready_d = true;
         }
         if ((!aws.empty() || in_burst) && !write_dead) process_writes();
@@ -356,7 +381,7 @@ struct Port {
     }
 };
 
-std::vector<Port> dla_axi_ports;
+std::deque<Port> dla_axi_ports;  // a deque: deferred outputs point into ports, which must not move
 
 // Called by the main loop once the queued writes of a new time step (the clock) are applied, before the
 // cocotb callbacks of that time step run.
@@ -365,6 +390,7 @@ void dla_axi_edge() {
         if (!p.open) continue;
         bool c = get_bit(p.clk);
         if (c && !p.last_clk) p.step();
+        else if (!c && p.last_clk && !p.pending.empty()) p.flush(true);
         p.last_clk = c;
     }
 }
@@ -404,6 +430,11 @@ __attribute__((visibility("default"))) int dla_axi_open(const char *names, unsig
     p.size = size;
     p.strb_mask = lanes >= 64 ? ~uint64_t(0) : ((uint64_t(1) << lanes) - 1);
     p.read = read, p.write = write, p.violation = violation;
+#if VM_TRACE
+    p.defer = tfp == nullptr;  // a waveform shows cocotbext-axi's timing
+#endif
+    const char *exact = Verilated::commandArgsPlusMatch("dla_axi_exact");
+    if (exact && exact[0]) p.defer = false;
     p.id = static_cast<int>(dla_axi_ports.size());
     p.open = true;
     p.last_clk = get_bit(p.clk);
@@ -417,7 +448,10 @@ __attribute__((visibility("default"))) int dla_axi_open(const char *names, unsig
 }
 
 __attribute__((visibility("default"))) void dla_axi_close(int port) {
-    if (port >= 0 && port < static_cast<int>(dla_axi_ports.size())) dla_axi_ports[port].open = false;
+    if (port >= 0 && port < static_cast<int>(dla_axi_ports.size())) {
+        dla_axi_ports[port].flush(false);
+        dla_axi_ports[port].open = false;
+    }
 }
 }
 

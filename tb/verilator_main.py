@@ -31,10 +31,20 @@ def main_digest() -> str:
     return hashlib.sha256(MAIN_CPP.read_bytes()).hexdigest()
 
 
+#: Set to 1 to apply the C++ AXI ports' outputs right after the rising edge, as cocotbext-axi does, instead of
+#: with the next falling edge (waveform runs always do).
+AXI_EXACT_ENV = "DLA_AXI_EXACT"
+
+
+def _on(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "yes", "true", "on", "y")
+
+
 def plusargs() -> list[str]:
-    """Simulation plusargs for our main: ``+dla_stock_loop`` when ``$DLA_VERILATOR_STOCK_LOOP`` is set."""
-    value = os.environ.get(STOCK_LOOP_ENV, "").strip().lower()
-    return ["+dla_stock_loop"] if value in ("1", "yes", "true", "on", "y") else []
+    """Simulation plusargs for our main: ``+dla_stock_loop`` when ``$DLA_VERILATOR_STOCK_LOOP`` is set,
+    ``+dla_axi_exact`` when ``$DLA_AXI_EXACT`` is."""
+    return [arg for env, arg in ((STOCK_LOOP_ENV, "+dla_stock_loop"), (AXI_EXACT_ENV, "+dla_axi_exact"))
+            if _on(env)]
 
 
 class _MainLoop:
