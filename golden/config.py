@@ -62,6 +62,12 @@ class HwConfig:
     address_map: Literal["small", "full"] = "small"
     #: Address and stride registers count in units of this many bytes (nv_full: 32, fields [31:5]).
     address_unit: int = 1
+    #: PDP int8 AVERAGE datapath (docs/golden-semantics.md, PDP): "cmod" (16-bit line buffer, PAD_VALUE_nX
+    #: sign-extended, full-precision reciprocal products; NVDLA's conformance CRCs) or "nv_small_rtl" (NVDLA's
+    #: nv_small RTL, NV_NVDLA_PDP_CORE_cal1d.v/cal2d.v: 11-bit rows + PAD_VALUE_nX[10:0], 14-bit sums +
+    #: (PAD_VALUE_mX*kw)[13:0], 11-bit and 8-bit reciprocal products). They differ only when a sum or a
+    #: product overflows those widths (pad values outside n*int8, reciprocals above 1/kernel).
+    pdp_average: Literal["cmod", "nv_small_rtl"] = "cmod"
     #: int8 CDP: bits of ``S_LUT_{LE,LO}_START`` the LUT controller compares the square sum with and
     #: subtracts from it to find underflow, index and fraction (``NV_NVDLA_CDP_DP_LUT_CTRL_unit.v``:
     #: ``reg2dp_X_offset[pPP_BW:0]``, pPP_BW = 21, read as 22-bit signed; the same for Y). 38 = the whole
@@ -163,7 +169,8 @@ def _small_family(name: str, **kw: object) -> HwConfig:
     return HwConfig(**base)  # type: ignore[arg-type]
 
 
-NV_SMALL = _small_family("nv_small")
+#: nv_small: the PDP average datapath of NVDLA's nv_small RTL, the DUT golden is checked against.
+NV_SMALL = _small_family("nv_small", pdp_average="nv_small_rtl")
 
 NV_SMALL_256 = _small_family(
     "nv_small_256", mac_atomic_c=32, cbuf_bank_width=32, cbuf_bank_depth=128

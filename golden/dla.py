@@ -151,6 +151,9 @@ class Dla:
         self.traffic: Traffic | None = None
         #: What the previous convolution left in the CBUF (ring pointers, kept data and weights).
         self.cbuf = CbufState(hw)
+        #: The PDP operation that left input rows below its last window unread (``pdp.unread_rows``), or None:
+        #: NVDLA's RTL then runs the next PDP wrong or hangs it, so ``Dla`` refuses that next PDP.
+        self.pdp_unread_rows: str | None = None
         #: Operations queued and not yet launched, per unit of an engine with a CommandQueue (BDMA).
         self.queues: dict[str, list[dict[int, int]]] = {
             eng.units[0]: [] for eng in self.engines.values() if eng.queue is not None
@@ -336,6 +339,13 @@ class Dla:
         data = None
         reported: dict[tuple[str, str], int] = {}
         cbuf = self.cbuf.begin(views, self.mem) if "CSC" in views else None
+        pooling = any(eng.name == "PDP" for eng in chain)
+        if pooling and self.pdp_unread_rows is not None:
+            raise views["PDP"].D_DATA_CUBE_IN_HEIGHT.fail(
+                "CUBE_IN_HEIGHT",
+                f"this PDP follows {self.pdp_unread_rows}, which left input rows below its last window unread: "
+                "NVDLA's PDP then computes this operation wrong or never finishes it",
+            )
         for eng in chain:
             ctx = OpContext(
                 hw=self.hw,
@@ -365,6 +375,13 @@ class Dla:
             st.consumer ^= 1
         if cbuf is not None:
             self.cbuf.end(cbuf, f"operation #{len(self.history)} (convolution, CDMA group {groups.get('CDMA', 0)})")
+        if pooling:
+            from golden.engines.pdp import unread_rows
+
+            rows = unread_rows(views["PDP"])
+            self.pdp_unread_rows = None if rows == 0 else (
+                f"operation #{len(self.history)} (PDP group {groups.get('PDP', 0)}, {rows} of "
+                f"{views['PDP'].D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT + 1} input rows unread)")
         self.history.append((tuple(e.name for e in chain), groups))
         for observer in OP_OBSERVERS:
             observer(self.hw, tuple(e.name for e in chain), views, reported)

@@ -89,7 +89,8 @@ class PoolLayer:
         return (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
 
 
-def program_pdp(hw: HwConfig, layer: PoolLayer) -> Program:
+def program_pdp(hw: HwConfig, layer: PoolLayer, crop: bool = True) -> Program:
+    """``crop=False`` keeps the layer's raw geometry (unused input rows and pads, ``emit_pdp``)."""
     from compiler.hwparams import PdpParams
 
     atom = hw.atom_elements()
@@ -104,7 +105,7 @@ def program_pdp(hw: HwConfig, layer: PoolLayer) -> Program:
                     layer.recip_w if layer.recip_w is not None else 0x10000 // kw,
                     layer.recip_h if layer.recip_h is not None else 0x10000 // kh)
     regs = RegProgram(hw)
-    emit_pdp(regs, packed_cube(SRC_BASE, c, h, w, atom), dst, prm)
+    emit_pdp(regs, packed_cube(SRC_BASE, c, h, w, atom), dst, prm, crop=crop)
     p.extend(regs)
     return p
 

@@ -52,7 +52,7 @@ def program_sdp_pdp(hw: HwConfig, sdp: SdpLayer, pool: PoolLayer) -> Program:
                     pool.recip_w if pool.recip_w is not None else 0x10000 // kw,
                     pool.recip_h if pool.recip_h is not None else 0x10000 // kh)
     regs = RegProgram(hw)
-    emit_pdp(regs, packed_cube(SDP_DST_BASE, c, h, w, atom), dst, prm)
+    emit_pdp(regs, packed_cube(SDP_DST_BASE, c, h, w, atom), dst, prm, crop_rows=False)  # SDP sends every row
     pdp_writes = [_set(nv, "PDP", "D_OPERATION_MODE_CFG", FLYING_MODE=0) for nv in regs.absolute()
                   if not nv[0].startswith("NVDLA_PDP_RDMA.")]
     p = Program(writes=pdp_writes + sdp_writes, memory=first.memory, intr="PDP_0")

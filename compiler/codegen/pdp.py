@@ -7,10 +7,29 @@ from compiler.hwparams import PdpParams
 METHODS = {"avg": 0, "max": 1, "min": 2}
 
 
-def emit_pdp(p: RegProgram, src: Cube, dst: Cube, prm: PdpParams, ram_type: int = 1) -> None:
+def used_geometry(h: int, w: int, oh: int, ow: int, prm: PdpParams) -> tuple[int, int, int]:
+    """(input rows, bottom pad, right pad) the windows of ``dst`` really use.
+
+    NVDLA's PDP (nv_small RTL, docs/golden-semantics.md "PDP") must not be given input rows below its last
+    window (the next PDP then runs wrong or hangs) nor right padding its last window does not reach (cal1d
+    flushes floor(PAD_RIGHT/stride) outputs after the last column), nor bottom padding a short input's
+    windows do not reach (cal2d hangs). The outputs are the same: those rows and pads are in no window."""
+    (kh, kw), (sh, sw), (pt, pl, _, _) = prm.kernel, prm.stride, prm.pad
+    rows_end = (oh - 1) * sh + kh - pt  # one past the last row (padded rows beyond h) of the last window
+    cols_end = (ow - 1) * sw + kw - pl
+    return min(h, rows_end), max(0, rows_end - h), max(0, cols_end - w)
+
+
+def emit_pdp(p: RegProgram, src: Cube, dst: Cube, prm: PdpParams, ram_type: int = 1, crop: bool = True,
+             crop_rows: bool = True) -> None:
+    """PDP from ``src`` to ``dst``; ``crop`` (always, but for tests of the raw geometry) reads only the rows
+    (unless not ``crop_rows``: on the fly SDP sends them all) and pads the windows use (``used_geometry``)."""
     pointers(p, "PDP_RDMA", "PDP")
     (kh, kw), (sh, sw), (pt, pl, pb, pr) = prm.kernel, prm.stride, prm.pad
     c, h, w = src.channels, src.height, src.width
+    if crop:
+        used_h, pb, pr = used_geometry(h, w, dst.height, dst.width, prm)
+        h = used_h if crop_rows else h
     for unit in ("PDP_RDMA", "PDP"):
         p.reg(unit, "D_DATA_CUBE_IN_WIDTH", w - 1)
         p.reg(unit, "D_DATA_CUBE_IN_HEIGHT", h - 1)

@@ -32,6 +32,11 @@ int16 as int64 arrays of the values, fp16 as a ``np.float16`` array whose bit pa
 (PDP reads them with ``.view(np.uint16)``, so NaN payloads survive; ``np.uint16`` pattern arrays are
 accepted too). SDP's ``D_DATA_FORMAT.OUT_PRECISION`` must equal PDP's ``INPUT_DATA``.
 
+NVDLA's nv_small RTL differs from the cmod (docs/golden-semantics.md, PDP): on nv_small int8 AVERAGE runs
+through the RTL's datapath widths (``HwConfig.pdp_average``, ``pool_rtl_average``); right/bottom padding the
+RTL's flush count gets wrong is refused (``flush_counts``), and ``Dla`` refuses a PDP after one that left
+input rows unread (``unread_rows``).
+
 The layout/DMA helpers at the bottom are shared with ``cdp.py``.
 """
 from __future__ import annotations
@@ -89,9 +94,13 @@ class Pooling:
     #: wrapped to ACC_BITS for int8/int16, FP17 patterns for fp16.
     pad_values: tuple[int, ...]
     dtype: str = "int8"
+    #: ``HwConfig.pdp_average``: "nv_small_rtl" runs int8 AVERAGE through the widths of NVDLA's nv_small RTL
+    #: (``pool_rtl_average``), reading ``raw_pad_values`` (the 19-bit fields).
+    average: str = "cmod"
+    raw_pad_values: tuple[int, ...] = (0,) * 7
 
     @classmethod
-    def from_view(cls, pdp: RegView, dtype: str = "int8") -> "Pooling":
+    def from_view(cls, pdp: RegView, dtype: str = "int8", average: str = "cmod") -> "Pooling":
         mode = pdp.D_OPERATION_MODE_CFG
         method = mode.POOLING_METHOD
         if method not in METHOD_NAMES:
@@ -127,6 +136,8 @@ class Pooling:
             recip_height=pdp.D_RECIP_KERNEL_HEIGHT.RECIP_KERNEL_HEIGHT,
             pad_values=pad_values,
             dtype=dtype,
+            average=average if dtype == "int8" else "cmod",
+            raw_pad_values=raw,
         )
 
 
@@ -135,6 +146,39 @@ def pooled_size(size: int, kernel: int, stride: int, pad_before: int, pad_after:
     """Outputs whose windows fit the padded extent (0 if none does)."""
     span = pad_before + size + pad_after - kernel
     return span // stride + 1 if span >= 0 else 0
+
+
+def flush_counts(size: int, kernel: int, stride: int, pad_before: int, pad_after: int) -> tuple[int, int]:
+    """(outputs NVDLA's RTL emits after the last input column/row, outputs that really end there).
+
+    Every window that holds the last input column (row) is complete when it arrives; the core emits one of
+    them then and *flushes* the others afterwards. ``NV_NVDLA_PDP_CORE_cal1d.v`` (width) and ``_cal2d.v``
+    (height) do not count those windows: they take ``flush_num = floor(PAD_RIGHT / stride)`` (resp.
+    PAD_BOTTOM), which is right only when the last window ends on the last padded column; when the input plus
+    the leading pad is narrower than the kernel (``small_active``) they take ``(size + pads - kernel) / stride``
+    if that divides exactly, else 0. Any other count emits one output too many (wrong data after it) or too
+    few (the core never finishes: PDP done is never raised)."""
+    pad_after = min(pad_after, 7)
+    rtl = min(pad_after // stride, 7)
+    if rtl and size + pad_before < kernel:  # small_active / non_split_small_active
+        remain = size + pad_before + pad_after - kernel
+        rtl = remain // stride if remain % stride == 0 and 1 <= remain // stride <= 6 else 0
+    outputs = pooled_size(size, kernel, stride, pad_before, pad_after)
+    first = -(-max(0, pad_before + size - kernel) // stride)  # first window holding the last input
+    return rtl, max(0, outputs - first - 1)
+
+
+def unread_rows(pdp: RegView) -> int:
+    """Input rows below the last window of a PDP operation (0 when the windows reach the last row).
+
+    NVDLA's RTL (nv_small, measured: every kernel height 1-3 and stride 1-4 tried) runs such an operation
+    right, but the *next* PDP operation then writes wrong data or never raises done. ``Dla`` refuses that next
+    PDP (``ConfigError`` on ``PDP.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT`` naming this one)."""
+    kcfg, pads = pdp.D_POOLING_KERNEL_CFG, pdp.D_POOLING_PADDING_CFG
+    kh, sh = kcfg.KERNEL_HEIGHT + 1, kcfg.KERNEL_STRIDE_HEIGHT + 1
+    height = pdp.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT + 1
+    out_height = pdp.D_DATA_CUBE_OUT_HEIGHT.CUBE_OUT_HEIGHT + 1
+    return max(0, height + pads.PAD_TOP - (out_height - 1) * sh - kh)
 
 
 def _pad_value(v: int, bits: int, acc_bits: int) -> int:
@@ -237,6 +281,8 @@ def pool(x: np.ndarray, cfg: Pooling, out_height: int, out_width: int, pad_left:
     if cfg.dtype == "fp16":
         return _pool_fp16(x, cfg, cols, col_ok, rows, row_ok)
 
+    if cfg.method == AVERAGE and cfg.average == "nv_small_rtl":
+        return pool_rtl_average(x, cfg, cols, col_ok, rows, row_ok)
     if cfg.method == AVERAGE:
         line = np.zeros(x.shape[:2] + (out_width,), dtype=np.int64)
         for kx in range(kw):
@@ -262,6 +308,60 @@ def pool(x: np.ndarray, cfg: Pooling, out_height: int, out_width: int, pad_left:
     for ky in range(kh):
         out = better(out, np.where(row_ok[:, ky][:, None], line[:, rows[:, ky], :], worst))
     return out
+
+
+#: Widths of NVDLA's nv_small int8 AVERAGE datapath: a row of taps (+ horizontal pad) in
+#: NV_NVDLA_PDP_CORE_cal1d.v (8+3 bits), the sum of rows in the cal2d line buffer (8+6 bits), the product
+#: registers of the two reciprocal multiplies (``data_hmult_8bit_0_ext`` 31 bits, ``data_vmult_8bit_0_ext``
+#: 28 bits) and their results (``hmult_8bit_0`` 11 bits, ``vmult_8bit_0`` 8 bits).
+RTL_ROW_BITS, RTL_SUM_BITS = 11, 14
+RTL_HMULT = (31, 11)
+RTL_VMULT = (28, 8)
+
+
+def rtl_round(p: np.ndarray, ext_bits: int, out_bits: int) -> np.ndarray:
+    """One reciprocal multiply of cal2d: ``ext = p mod 2^ext_bits`` (the product register), rounded at bit 16
+    half away from zero and cut to ``out_bits``. A negative ``ext`` keeps ``ext[out_bits+15:16]`` (+1 above
+    one half); a positive one keeps only ``ext[out_bits+14:16]`` plus the rounding bit 15, so a positive
+    result of ``2^(out_bits-1)`` or more loses its top bit (``i8_less_neg_0_5``/``hmult_8bit``)."""
+    ext = np.asarray(p, dtype=np.int64) & ((1 << ext_bits) - 1)
+    negative = (ext >> (ext_bits - 1)) & 1 == 1
+    whole = ext >> 16
+    half = (ext >> 15) & 1
+    above_half = (half == 1) & ((ext & 0x7FFF) != 0)
+    neg = whole + above_half
+    pos = (whole & ((1 << (out_bits - 1)) - 1)) + half
+    return sign_extend(np.where(negative, neg, pos), out_bits)
+
+
+def pool_rtl_average(
+    x: np.ndarray, cfg: Pooling, cols: np.ndarray, col_ok: np.ndarray, rows: np.ndarray, row_ok: np.ndarray
+) -> np.ndarray:
+    """int8 AVERAGE as NVDLA's nv_small RTL computes it (``HwConfig.pdp_average == "nv_small_rtl"``).
+
+    - cal1d: each real row of a window sums its real taps; with n padded columns it adds
+      ``PAD_VALUE_nX[10:0]`` and keeps 11 bits (``unit1d_actv_data_8bit_0``).
+    - cal2d: the rows are summed in 14 bits (``pooling_SUM``); with m padded rows
+      ``(PAD_VALUE_mX * kernel_width)[13:0]`` (``pad_value[13:0]``) is added into 15 bits (``data_8bit_0``).
+    - ``* RECIP_KERNEL_WIDTH`` into 11 bits, then ``* RECIP_KERNEL_HEIGHT`` into the 8 bits stored
+      (``rtl_round``).
+    Equal to the cmod's rule while no sum or product overflows those widths."""
+    kw, kh = cfg.kernel_width, cfg.kernel_height
+    raw = np.array((0,) + tuple(int(v) for v in cfg.raw_pad_values), dtype=np.int64)
+    line = np.zeros(x.shape[:2] + (cols.shape[0],), dtype=np.int64)
+    for kx in range(kw):
+        line += x[:, :, cols[:, kx]] * col_ok[:, kx]
+    pad_cols = kw - col_ok.sum(axis=1)
+    line = sign_extend(line + raw[pad_cols][None, None, :], RTL_ROW_BITS)  # raw[0] = 0: no padding
+    total = np.zeros(x.shape[:1] + (rows.shape[0], cols.shape[0]), dtype=np.int64)
+    for ky in range(kh):
+        total += line[:, rows[:, ky], :] * row_ok[:, ky][:, None]
+    total = sign_extend(total, RTL_SUM_BITS)
+    pad_rows = kh - row_ok.sum(axis=1)
+    vpad = sign_extend(raw[pad_rows] * kw, RTL_SUM_BITS)
+    acc = total + vpad[None, :, None]
+    stage1 = rtl_round(acc * cfg.recip_width, *RTL_HMULT)
+    return rtl_round(stage1 * cfg.recip_height, *RTL_VMULT)
 
 
 def _pad_slots(ok: np.ndarray, pads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -358,7 +458,7 @@ def rdma_needed(views: Views) -> bool:
 def run(ctx: OpContext) -> None:
     pdp = ctx.regs["PDP"]
     dtype = check_format(pdp.D_DATA_FORMAT, "INPUT_DATA", ctx.hw)
-    pool_cfg = Pooling.from_view(pdp, dtype)
+    pool_cfg = Pooling.from_view(pdp, dtype, ctx.hw.pdp_average)
     channels = pdp.D_DATA_CUBE_IN_CHANNEL.CUBE_IN_CHANNEL + 1
     height = pdp.D_DATA_CUBE_IN_HEIGHT.CUBE_IN_HEIGHT + 1
     width = pdp.D_DATA_CUBE_IN_WIDTH.CUBE_IN_WIDTH + 1
@@ -383,6 +483,7 @@ def run(ctx: OpContext) -> None:
             f"{pool_cfg.pad_bottom} give {want_h} outputs, not {out_height}",
         )
     parts = splits(pdp, pool_cfg, width, out_width)
+    _check_flush(pdp, pool_cfg, height, parts[-1])
     atom = ctx.hw.atom_elements(dtype)  # type: ignore[arg-type]
     nan_in = inf_in = 0
 
@@ -420,6 +521,27 @@ def run(ctx: OpContext) -> None:
     ctx.report("PDP", "D_INF_INPUT_NUM", inf_in)
     ctx.report("PDP", "D_NAN_OUTPUT_NUM", nan_out)
     return None
+
+
+def _check_flush(pdp: RegView, cfg: Pooling, height: int, last: Split) -> None:
+    """Refuse right/bottom padding the RTL's flush count gets wrong (``flush_counts``): a pad the last
+    window does not reach, beyond what the stride absorbs."""
+    axes = (
+        ("PAD_RIGHT", "column", last.in_width, cfg.kernel_width, cfg.stride_width, last.pad_left, cfg.pad_right),
+        ("PAD_BOTTOM", "row", height, cfg.kernel_height, cfg.stride_height, cfg.pad_top, cfg.pad_bottom),
+    )
+    for name, what, size, kernel, stride, before, after in axes:
+        rtl, real = flush_counts(size, kernel, stride, before, after)
+        # cal2d flushing too many rows is harmless (last_pooling_flag starts no window past the input; measured
+        # on the RTL); too few hangs it. cal1d gets both wrong.
+        if rtl < real or (rtl > real and name == "PAD_RIGHT"):
+            effect = "writes a wrong output" if rtl > real else "never finishes (no PDP done)"
+            raise pdp.D_POOLING_PADDING_CFG.fail(
+                name,
+                f"{after} with kernel {kernel}, stride {stride}: the last window does not reach the last padded "
+                f"{what}; NVDLA's PDP flushes {rtl} outputs after the last input {what} where {real} end there, "
+                f"and {effect}",
+            )
 
 
 def _flying_input(ctx: OpContext, pdp: RegView, dtype: str, shape: tuple[int, int, int]) -> np.ndarray:

@@ -157,7 +157,7 @@ def build_pdp(hw: HwConfig, example: PdpExample) -> Built:
         pad_values=layer.pad_values,
         recip_w=layer.recip_w if layer.recip_w is not None else 0x10000 // kw,
         recip_h=layer.recip_h if layer.recip_h is not None else 0x10000 // kh,
-        out_hw=(oh, ow),
+        out_hw=(oh, ow), average=hw.pdp_average,
     )
     return program, expected_bytes(want, atom), (c, oh, ow)
 

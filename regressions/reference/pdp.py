@@ -53,6 +53,7 @@ def pool(
     recip_h: int = 0x10000,
     out_hw: tuple[int, int],
     precision: str = "int8",
+    average: str = "cmod",
 ) -> np.ndarray:
     """PDP int8/int16 pooling of a (C, H, W) cube; returns int64 (C, OH, OW) in the data range.
 
@@ -69,6 +70,7 @@ def pool(
       1.16 reciprocals, and the low 8 (16) bits are stored, signed.
 
     ``pad_values`` are the raw PAD_VALUE_1X..7X fields (see :func:`pdp_pad_value`).
+    ``average="nv_small_rtl"`` (int8 only) follows NVDLA's nv_small RTL instead (:func:`rtl_average`).
     A window reaching past ``H + pad_bottom`` / ``W + pad_right``, or one with no valid
     row or column, is never produced by the cmod and raises ValueError.
     """
@@ -120,7 +122,43 @@ def pool(
                             total += pad_by_count[padded_cols]
                     if padded_rows:
                         total += pad_by_count[padded_rows] * kernel_w
+                    if average == "nv_small_rtl" and precision == "int8":
+                        out[c, oy, ox] = rtl_average(
+                            [[int(data[c, y, xx]) for xx in cols] for y in rows], kernel_w, kernel_h,
+                            pad_values, recip_w, recip_h)
+                        continue
                     total = sign_extend(total, acc_bits)
-                    average = rha(rha(total * recip_w, 16) * recip_h, 16)
-                    out[c, oy, ox] = sign_extend(average, data_bits)
+                    mean = rha(rha(total * recip_w, 16) * recip_h, 16)
+                    out[c, oy, ox] = sign_extend(mean, data_bits)
     return out
+
+
+def _rtl_cut(product: int, ext_bits: int, out_bits: int) -> int:
+    """A reciprocal multiply of NVDLA's ``NV_NVDLA_PDP_CORE_cal2d.v``: the product register holds ``ext_bits``
+    bits; rounding at bit 16 is half away from zero; a negative result keeps ``out_bits`` bits, a positive one
+    ``out_bits - 1`` bits plus the rounding carry (read back as ``out_bits`` signed)."""
+    ext = product % (1 << ext_bits)
+    whole, frac = ext >> 16, ext & 0xFFFF
+    if ext >> (ext_bits - 1):
+        value = whole + (1 if frac > 0x8000 else 0)
+    else:
+        value = whole % (1 << (out_bits - 1)) + (1 if frac >= 0x8000 else 0)
+    return sign_extend(value, out_bits)
+
+
+def rtl_average(rows: Sequence[Sequence[int]], kernel_w: int, kernel_h: int, pad_values: Sequence[int],
+                recip_w: int, recip_h: int) -> int:
+    """One int8 AVERAGE window on NVDLA's nv_small RTL, from its real taps ``rows`` (each real row's real
+    columns). cal1d: a row with n padded columns adds ``PAD_VALUE_nX`` and keeps 11 bits; cal2d: rows
+    summed in 14 bits, m padded rows add ``(PAD_VALUE_mX * kw)`` cut to 14 bits, into 15 bits; then
+    ``* RECIP_W`` (31-bit product) cut to 11 bits and ``* RECIP_H`` (28-bit product) cut to 8 bits."""
+    total = 0
+    for row in rows:
+        line = sum(row)
+        if len(row) < kernel_w:
+            line += int(pad_values[kernel_w - len(row) - 1])
+        total += sign_extend(line, 11)
+    total = sign_extend(total, 14)
+    if len(rows) < kernel_h:
+        total += sign_extend(int(pad_values[kernel_h - len(rows) - 1]) * kernel_w, 14)
+    return _rtl_cut(_rtl_cut(total * recip_w, 31, 11) * recip_h, 28, 8)

@@ -33,7 +33,8 @@ pytestmark = pytest.mark.rtl
 
 
 def save_traces(layers, directory: Path, simulator: str) -> list[tuple[str, str, str]]:
-    hw = get_config(CONFIG)
+    # our rtl/engines/dla_pdp.v implements the cmod's AVERAGE datapath (HwConfig.pdp_average), not NVDLA RTL's
+    hw = get_config(CONFIG).derive(pdp_average="cmod")
     jobs = []
     for i, layer in enumerate(layers):
         kind = "pdp" if isinstance(layer, programs.PoolLayer) else "sdp"

@@ -17,6 +17,8 @@ from golden.layout import CubeLayout, read_cube, write_cube
 
 SRC, DST = 0x80000000, 0x80100000
 ATOM = NV_SMALL.atom_elements()
+#: nv_small with the cmod's AVERAGE datapath (HwConfig.pdp_average): the rules NVDLA's CRCs were made with.
+CMOD = NV_SMALL.derive(pdp_average="cmod")
 
 
 def rha(v: int, s: int) -> int:
@@ -174,7 +176,7 @@ def test_average_matches_loop_with_consistent_pad_values():
     x = random_cube(rng, 11, 7, 9)
     for kernel, stride, pads, pv in [
         ((3, 3), (1, 1), (1, 1, 1, 1), -5),
-        ((8, 3), (2, 2), (6, 2, 4, 0), 0x55),
+        ((8, 3), (2, 2), (6, 2, 3, 0), 0x55),  # right pad 3: all used (an unused one is refused)
         ((2, 5), (3, 1), (1, 4, 1, 3), 17),
         ((8, 8), (1, 1), (7, 7, 7, 7), -128),  # every window mixes real and padded taps
     ]:
@@ -191,7 +193,7 @@ def test_average_cmod_pad_rule_for_inconsistent_pad_values():
     pads = (1, 1, 1, 1)  # 3x3 window around one pixel: 2 padded columns in 1 real row, 2 padded rows
     p1, p2 = 1, 100
     got = run_pdp(x, kernel=(3, 3), pads=pads, method=AVERAGE, pad_values=(p1, p2, 0, 0, 0, 0, 0),
-                  recip=(0x10000, 0x10000))  # no scaling: the raw sum is stored
+                  recip=(0x10000, 0x10000), hw=CMOD)  # no scaling: the raw sum is stored
     assert got[0, 0, 0] == ((8 + p2 + 3 * p2) + 128) % 256 - 128  # 8 + 2X (one row) + 2X * kw
 
 
@@ -201,7 +203,7 @@ def test_average_accumulator_wraps_at_16_bits():
     x = np.zeros((ATOM, 2, 1), dtype=np.int64)
     x[0] = 127
     got = run_pdp(x, kernel=(2, 2), pads=(1, 0, 0, 0), method=AVERAGE, pad_values=(0x7F00,) + (0,) * 6,
-                  recip=(0x4000, 0x10000))
+                  recip=(0x4000, 0x10000), hw=CMOD)
     # -258 / 4 = -64.5 -> -65 (a 32-bit accumulator would give 16319.5 -> 16320, low byte -64)
     assert got[0, 0, 0] == -65
 
@@ -209,7 +211,7 @@ def test_average_accumulator_wraps_at_16_bits():
 def test_average_stores_the_low_byte():
     x = np.zeros((ATOM, 1, 1), dtype=np.int64)
     x[0] = 100
-    got = run_pdp(x, kernel=(1, 1), method=AVERAGE, recip=(0x18000, 0x10000))  # 100 * 1.5 = 150
+    got = run_pdp(x, kernel=(1, 1), method=AVERAGE, recip=(0x18000, 0x10000), hw=CMOD)  # 100 * 1.5 = 150
     assert got[0, 0, 0] == 150 - 256
 
 
