@@ -91,6 +91,11 @@ def cases() -> list[PdpCase]:
     out.append(PdpCase("rows_unread_twice", (_layer(50, (8, 3, 16), "max", (2, 4), (3, 3)),) * 2, "refuse"))
     out.append(PdpCase("rows_all_read_then_pdp", (_layer(51, (8, 2, 16), "max", (2, 4), (3, 3)), nxt), "pass"))
     out.append(PdpCase("rows_unread_avg_then_pdp", (_layer(52, (8, 5, 4), "avg", (2, 2), (2, 2)), nxt), "refuse"))
+    # AVERAGE with top padding and a row below its last window: wrong alone (found by SDP->PDP fuzzing)
+    pv = [0x36e56, 0, 0x36bf, 0x58, 0x11c, 0xed, 0x3cc4]
+    top = _layer(7, (24, 3, 6), "avg", (5, 2), (3, 3), (3, 0, 0, 0), pv, 0x8000, 0x3333)
+    out.append(PdpCase("rows_unread_avg_top_pad", (top,), "refuse"))
+    out.append(PdpCase("rows_cropped_avg_top_pad", (top,), "pass", crop=True))
     # the compiler's avgpool k2 s3 on height 3 (compiler/codegen/pdp.py crops to the rows the windows use)
     avg = _layer(53, (8, 3, 16), "avg", (2, 2), (3, 3))
     out.append(PdpCase("rows_cropped_avg_k2s3_twice", (avg, avg), "pass", crop=True))

@@ -484,6 +484,12 @@ def run(ctx: OpContext) -> None:
         )
     parts = splits(pdp, pool_cfg, width, out_width)
     _check_flush(pdp, pool_cfg, height, parts[-1])
+    if pool_cfg.method == AVERAGE and pool_cfg.pad_top and unread_rows(pdp):
+        raise pdp.D_DATA_CUBE_IN_HEIGHT.fail(
+            "CUBE_IN_HEIGHT",
+            f"{height} rows leave {unread_rows(pdp)} below the last window of an AVERAGE with top padding: NVDLA's "
+            "RTL then adds other pad values (measured, not modelled)",
+        )
     atom = ctx.hw.atom_elements(dtype)  # type: ignore[arg-type]
     nan_in = inf_in = 0
 

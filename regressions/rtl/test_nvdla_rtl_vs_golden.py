@@ -171,7 +171,10 @@ def test_sdp_to_pdp_on_the_fly_equals_golden_on_nvdla_rtl(tmp_path: Path) -> Non
     cases = []
     for i, (sdp, pool) in enumerate(draw(sdp_pdp_layers(HW), FLYING, "sdp_pdp")):
         program = program_sdp_pdp(HW, sdp, pool)
-        out = program.run(Dla(HW))
+        try:
+            out = program.run(Dla(HW))
+        except ConfigError:  # a PDP golden says the RTL computes differently (docs/nvdla-rtl-vs-cmod.md P4)
+            continue
         name = f"{i:03d}_sdp_pdp"
         cfg = program.write_trace(tmp_path / CONFIG / name, name, zlib.crc32(out))
         facts = {"shape": sdp.x.shape, "pool": (pool.method, pool.kernel, pool.stride, pool.pad)}

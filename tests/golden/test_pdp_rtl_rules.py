@@ -104,3 +104,11 @@ def test_compiler_reads_only_the_rows_and_pads_its_windows_use():
         p.writes = [(n, group if n.endswith("S_POINTER_0") else v) for n, v in p.writes]
         p.run(dla)
     assert dla.pdp_unread_rows is None
+
+
+def test_average_with_top_padding_and_unread_rows_is_refused():
+    x = np.zeros((ATOM, 3, 6), dtype=np.int64)
+    with pytest.raises(ConfigError, match=r"PDP\.D_DATA_CUBE_IN_HEIGHT\.CUBE_IN_HEIGHT"):
+        run_pdp(x, kernel=(2, 5), stride=(3, 3), pads=(0, 3, 0, 0), method=AVERAGE)
+    run_pdp(x, kernel=(2, 5), stride=(3, 3), pads=(0, 3, 0, 0), method=MAX)  # max: right alone
+    run_pdp(x[:, :2], kernel=(2, 5), stride=(3, 3), pads=(0, 3, 0, 0), method=AVERAGE)  # cropped: legal
