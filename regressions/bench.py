@@ -42,7 +42,8 @@ Sections and keys (rates are best-of-``repeat``; wall times are one run unless s
   parameters), ``compile_resnet50_dla_ops``.
 ``nvdla``: our testbench against NVDLA's native C++ harness on NVDLA's nv_small RTL (keys ``nvdla_*``, see
   ``regressions.bench_nvdla``; skipped with a note when NVDLA's shared folder is absent). Run it alone
-  with ``python -m regressions.bench --only nvdla``.
+  with ``python -m regressions.bench --only nvdla`` (``--quick`` leaves it out unless named in ``--only``:
+  the first run builds NVDLA's harness and the testbench's nv_small model, minutes each).
 ``regress``: ``regress_seconds_1``, ``regress_seconds_2`` and ``regress_parallel_speedup`` (t1 / t2, target
   >= 1.6) of ``python -m regressions.regress --level smoke --jobs N --out DIR``, read from the
   ``wall_seconds`` of its ``DIR/latest/summary.json``; one untimed warm-up run first fills the DUT build
@@ -626,7 +627,7 @@ SECTIONS: dict[str, tuple[str, Callable[[Bench], None]]] = {
     "regress": ("regression wall time at 1 and 2 workers", section_regress),
 }
 #: Left out of ``--quick`` runs unless named in ``--only``.
-SLOW_SECTIONS = ("regress",)
+SLOW_SECTIONS = ("regress", "nvdla")
 
 
 def select_sections(only: list[str], skip: list[str], quick: bool) -> list[str]:
