@@ -135,8 +135,10 @@ def test_a_failing_section_is_recorded_and_the_others_still_run(tmp_path):
 def test_section_selection():
     assert bench.select_sections([], [], quick=False) == list(bench.SECTIONS)
     assert "regress" not in bench.select_sections([], [], quick=True)
+    assert "nvdla" not in bench.select_sections([], [], quick=True)
     assert bench.select_sections(["regress"], [], quick=True) == ["regress"]
-    assert bench.select_sections([], ["rtl", "regress"], quick=False) == ["golden", "suite", "compile"]
+    assert bench.select_sections(["nvdla"], [], quick=True) == ["nvdla"]
+    assert bench.select_sections([], ["rtl", "regress"], quick=False) == ["golden", "suite", "compile", "nvdla"]
     with pytest.raises(SystemExit):
         bench.select_sections(["nope"], [], quick=False)
 
