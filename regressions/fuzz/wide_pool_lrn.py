@@ -77,7 +77,10 @@ def build_pdp(hw: HwConfig, example: WidePdpExample) -> Built:
     status: dict[str, int] = {}
     if layer.dtype == "fp16":
         want = ref_pdp_fp16.pool_fp16(x, nan_to_zero=layer.nan_to_zero, **geometry)
-        counts = [_nan_inf(part) for part in _fetched(x, example.split, layer.kernel[1], layer.stride[1])]
+        # The program reads only the rows its windows use (compiler/codegen/pdp.py used_geometry): count those.
+        oh = layer.out_hw()[0]
+        used_h = min(x.shape[1], (oh - 1) * layer.stride[0] + layer.kernel[0] - layer.pad[0])
+        counts = [_nan_inf(part) for part in _fetched(x[:, :used_h], example.split, layer.kernel[1], layer.stride[1])]
         status = {"PDP.D_NAN_INPUT_NUM": sum(n for n, _ in counts), "PDP.D_INF_INPUT_NUM": sum(i for _, i in counts),
                   "PDP.D_NAN_OUTPUT_NUM": _nan_inf(want)[0]}
     else:
