@@ -88,7 +88,7 @@ def test_quick_run_writes_results_and_plot(tmp_path):
     assert_png(out.with_suffix(".png"))
     history = (out.parent / "history.jsonl").read_text().splitlines()
     assert len(history) == 1 and json.loads(history[0])["quick"] is True
-    assert seconds < 60, f"the quick bench took {seconds:.0f} s"
+    # No duration is asserted here (tests must pass on a loaded machine); make bench reports its own times.
 
 
 STAND_IN = textwrap.dedent("""

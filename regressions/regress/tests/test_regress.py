@@ -158,7 +158,7 @@ def test_ctrl_c_still_reports_what_ran(sample_lists: Path, tmp_path: Path) -> No
         pytest.fail("quick tests never reported")
     t0 = time.time()
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
-    text, _ = proc.communicate(timeout=90)
+    text, _ = proc.communicate(timeout=300)
     assert proc.returncode == 130, text
     assert time.time() - t0 < 60
     run = (out / "latest").resolve()
