@@ -1,0 +1,84 @@
+"""The memory budget: every size a user declares (trace memories, data files, cubes, loadable regions,
+model shapes, calibration counts) is checked against one limit *before* anything is allocated, so a
+two-line input cannot ask for 8 GB and take the machine down with it.
+
+The limit is, in order: the value given to :func:`set_max_memory` (``--max-memory``), ``$DLA_MAX_MEMORY``,
+else half of the machine's physical memory. Sizes read like ``512M``, ``8G``, ``1.5GiB`` or plain bytes.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from golden.errors import DlaError
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+_override: int | None = None
+
+
+class MemoryBudgetError(DlaError):
+    """A declared size that does not fit the memory budget; names what asked for it."""
+
+    def __init__(self, what: str, nbytes: int, limit: int) -> None:
+        self.what, self.nbytes, self.limit = what, nbytes, limit
+        super().__init__(f"{what}: {format_size(nbytes)} exceeds the memory budget of {format_size(limit)} "
+                         "(raise it with --max-memory or DLA_MAX_MEMORY)")
+
+
+def parse_size(text: str) -> int:
+    """``'8G'`` -> 8 GiB in bytes; ValueError naming the text when it is not a size."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise ValueError(f"{text!r} is not a size (expected e.g. 512M, 8G or a number of bytes)")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise ValueError(f"{text!r}: the size must be positive")
+    return value
+
+
+def format_size(nbytes: int) -> str:
+    """A short human size: ``1.5 GiB``, ``300 MiB``, ``12 bytes``."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(nbytes) >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes} bytes"
+
+
+def physical_memory() -> int:
+    """Bytes of RAM on this machine (8 GiB when the platform does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def set_max_memory(nbytes: int | None) -> None:
+    """Set (or with None, clear) the process-wide limit, e.g. from ``--max-memory``."""
+    global _override
+    _override = nbytes
+
+
+def max_memory() -> int:
+    """The limit in bytes now in force."""
+    if _override is not None:
+        return _override
+    env = os.environ.get("DLA_MAX_MEMORY")
+    if env:
+        try:
+            return parse_size(env)
+        except ValueError:
+            pass  # a malformed variable must not turn every run into an error; the default holds
+    return physical_memory() // 2
+
+
+def check_size(what: str, nbytes: int, limit: int | None = None) -> int:
+    """Return ``nbytes`` if it fits the budget, else raise MemoryBudgetError naming ``what``.
+
+    Negative sizes are a ValueError: callers word them as their own format's error."""
+    if nbytes < 0:
+        raise ValueError(f"{what}: negative size {nbytes}")
+    cap = max_memory() if limit is None else limit
+    if nbytes > cap:
+        raise MemoryBudgetError(what, nbytes, cap)
+    return nbytes
