@@ -75,6 +75,14 @@ class GoldenTarget:
     async def read_mem(self, addr: int, size: int, mem: str = "pri_mem") -> bytes:
         return self.dla.mem.space(mem).read_bytes(addr, size)
 
+    async def fill_mem(self, addr: int, size: int, value: int, mem: str = "pri_mem") -> None:
+        """``mem_init`` without a buffer of its size (the player's fast path; zeros allocate nothing)."""
+        self.dla.mem.space(mem).fill(addr, size, value)
+
+    async def crc_mem(self, addr: int, size: int, mem: str = "pri_mem") -> int:
+        """``check_crc`` without reading unwritten memory into a buffer (the player's fast path)."""
+        return self.dla.mem.space(mem).crc32(addr, size)
+
     async def wait_interrupt(self, bits: int, timeout_ns: int) -> int:
         self._last_read = None
         self._flushed = True

@@ -1,0 +1,80 @@
+"""The memory budget inside the golden memory: allocated pages count against it, reads and CRCs of
+unwritten memory allocate nothing, and the CRC of zeros is zlib's without materialising them."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from golden.budget import MemoryBudgetError, set_max_memory
+from golden.crc import crc32_zeros
+from golden.memory import PAGE_SIZE, Memory
+
+
+@pytest.fixture
+def budget():
+    """Set a budget for one test and clear it afterwards (it is process-wide)."""
+    yield set_max_memory
+    set_max_memory(None)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 255, PAGE_SIZE - 1, PAGE_SIZE, 3 * PAGE_SIZE + 17])
+@pytest.mark.parametrize("start", [0, 0xDEADBEEF, zlib.crc32(b"nvdla")])
+def test_crc32_zeros_is_zlibs(n: int, start: int) -> None:
+    assert crc32_zeros(start, n) == zlib.crc32(bytes(n), start)
+
+
+def test_crc_of_unwritten_terabyte_allocates_nothing() -> None:
+    mem = Memory()
+    size = (1 << 40) - 1
+    assert mem.dram.crc32(0, size) == crc32_zeros(0, size)
+    assert mem.dram.allocated_bytes() == 0
+
+
+def test_crc_mixes_written_pages_and_unwritten_runs() -> None:
+    mem = Memory()
+    data = np.arange(1000, dtype=np.uint8)
+    mem.write(5 * PAGE_SIZE + 100, data)
+    mem.write(9 * PAGE_SIZE - 3, b"\x01\x02\x03\x04\x05\x06")
+    size = 12 * PAGE_SIZE + 7
+    assert mem.dram.crc32(17, size) == zlib.crc32(mem.dram.read_bytes(17, size))
+
+
+def test_zero_fill_of_unwritten_memory_allocates_nothing(budget) -> None:
+    budget(4 * PAGE_SIZE)
+    mem = Memory()
+    mem.fill(0x8000_0000, 1 << 32, 0)  # mem_init ALL_ZERO of 4 GiB
+    assert mem.dram.allocated_bytes() == 0
+
+
+def test_write_beyond_the_budget_names_space_and_address(budget) -> None:
+    budget(4 * PAGE_SIZE)
+    mem = Memory()
+    mem.write(0, bytes(3 * PAGE_SIZE))
+    with pytest.raises(MemoryBudgetError, match=r"pri_mem write at 0x80000000 .*exceeds the memory budget of 256 KiB"):
+        mem.write(0x8000_0000, bytes(2 * PAGE_SIZE))
+    assert mem.dram.allocated_bytes() == 3 * PAGE_SIZE  # refused before any page was allocated
+    mem.write(100, b"\xff" * 1000)  # rewriting allocated pages costs nothing
+
+
+def test_both_memories_share_one_budget(budget) -> None:
+    budget(4 * PAGE_SIZE)
+    mem = Memory()
+    mem.dram.write(0, bytes(3 * PAGE_SIZE))
+    with pytest.raises(MemoryBudgetError, match=r"sec_mem write at 0x50000000"):
+        mem.cvsram.fill(0x5000_0000, 2 * PAGE_SIZE, 0xFF)
+
+
+def test_scatter_beyond_the_budget_is_refused(budget) -> None:
+    budget(4 * PAGE_SIZE)
+    mem = Memory()
+    offsets = np.arange(8, dtype=np.int64) * (128 << 20)  # 8 pages far apart: the page-by-page path
+    with pytest.raises(MemoryBudgetError, match=r"pri_mem write at 0x0 "):
+        mem.dram.scatter(0, offsets, np.ones(8, dtype=np.uint8))
+
+
+def test_reading_more_than_the_budget_is_refused(budget) -> None:
+    budget(1 << 20)
+    with pytest.raises(MemoryBudgetError, match=r"pri_mem read at 0x80000000: 2 MiB exceeds"):
+        Memory().read(0x8000_0000, 2 << 20)
