@@ -33,6 +33,7 @@ from runtime.inputs import (
     parse_normalize,
     write_rawdump,
 )
+from runtime.processes import deferred_interrupts, interrupt_exit_code, raise_on_sigterm
 from runtime.trace import find_traces
 from runtime.suite import (
     BATCH_TARGETS,
@@ -47,6 +48,7 @@ from runtime.suite import (
     known_targets,
     run_batch,
     run_suite,
+    trace_budget,
 )
 
 #: Options that only make sense on a simulator target.
@@ -124,6 +126,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     try:
         found = collect(_config_paths([Path(p) for p in args.paths], args.config), args.config)
         options = _sim_options(args) if batch else {}
+        budget = trace_budget(args.timeout)
     except (ValueError, KeyError) as exc:
         print(f"dla trace: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
@@ -132,7 +135,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty() and not args.quiet
     outcomes: list[Outcome] = []
     start = time.perf_counter()
-    results = run_batch(args.target, jobs, workers, options) if batch else run_suite(jobs, workers)
+    results = run_batch(args.target, jobs, workers, options) if batch else run_suite(jobs, workers, budget)
+    interrupted: KeyboardInterrupt | None = None
+    restore_sigterm = raise_on_sigterm()  # SIGTERM (CI) ends the run like Ctrl-C, the report still written
     try:
         for i, out in enumerate(results, 1):
             outcomes.append(out)
@@ -144,11 +149,16 @@ def cmd_trace(args: argparse.Namespace) -> int:
             if progress and i < len(jobs):
                 sys.stderr.write(f"[{i}/{len(jobs)}] {sum(o.status == PASS for o in outcomes)} passed ...")
                 sys.stderr.flush()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        interrupted = exc
+        with deferred_interrupts():
+            results.close()  # stops the workers and simulators still running
         print("interrupted; reporting the traces that finished", file=sys.stderr)
     except TargetSetupError as exc:
         print(f"dla trace: {exc}", file=sys.stderr)
         return 2
+    finally:
+        restore_sigterm()
     seconds = time.perf_counter() - start
     passed = sum(o.status == PASS for o in outcomes)
     failed = sum(o.status in (FAIL, ERROR) for o in outcomes)
@@ -159,6 +169,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if args.json:
         _write_json(Path(args.json), outcomes, seconds, summary)
     print(summary)
+    if interrupted is not None:
+        return interrupt_exit_code(interrupted)
     if any(o.bad_input for o in outcomes):
         return 2
     return 1 if failed or len(outcomes) < len(jobs) else 0
@@ -465,6 +477,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     t.add_argument("--json", metavar="FILE", help="write a JSON report")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    t.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="wall-clock budget of each trace, an ERROR when exceeded (default $DLA_TRACE_TIMEOUT, "
+                        "else 900; 0 = none)")
     rtl = t.add_argument_group("simulator targets (--target icarus|verilator)")
     rtl.add_argument("--dut", metavar="NAME",
                      help="a named DUT instead of ours in rtl/: rtl (default) or nvdla-nv_small (NVDLA's RTL from "

@@ -6,12 +6,14 @@ ISR does) and fires its sync point; checks read memory back and compare after th
 """
 from __future__ import annotations
 
+import time
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from golden.budget import MemoryBudgetError
 from golden.regs import register_map
 from runtime.target import InterruptTimeout, Target
 from runtime.trace import (
@@ -34,7 +36,19 @@ from runtime.txn import DumpMem, LoadMem, PollReg, Wait
 
 #: Reads of a register before ``poll_reg_equal`` gives up.
 POLL_LIMIT = 100_000
+#: Most reads one ``read_reg`` poll of an ``input.txn`` makes, whatever ``+read_reg_poll_retries`` asks
+#: (NVDLA's traces ask 10 or 100,000; a read costs ~5 us on golden, far more on a simulator, so 10^12 would
+#: never end). A poll that reaches this cap without a match is an error naming the register and line.
+MAX_POLL_READS = 1_000_000
+#: How many reads pass between looks at the wall clock in a poll loop.
+_CLOCK_EVERY = 1024
 DEFAULT_TIMEOUT_NS = 10**10
+#: Bytes one ``mem_init``/``check_crc`` block moves on targets without ``fill_mem``/``crc_mem``.
+MEM_BLOCK = 16 << 20
+
+
+class BudgetExceeded(Exception):
+    """A trace ran out of its wall-clock budget or a poll out of its reads; names the trace line."""
 
 
 @dataclass
@@ -91,9 +105,50 @@ async def load_dat(target: Target, mem: str, base: int, path: Path) -> None:
         await target.write_mem(base + off, data, mem)
 
 
-async def play(trace: Trace, target: Target, timeout_ns: int = DEFAULT_TIMEOUT_NS) -> PlayResult:
+async def fill_mem(target: Target, mem: str, base: int, size: int, value: int) -> None:
+    """``mem_init``: the target's own ``fill_mem`` when it has one (golden: zeros allocate nothing), else
+    ``write_mem`` in blocks, never a buffer of the whole size."""
+    fill = getattr(target, "fill_mem", None)
+    if fill is not None:
+        await fill(base, size, value, mem)
+        return
+    block = bytes([value]) * min(size, MEM_BLOCK)
+    for off in range(0, size, MEM_BLOCK):
+        await target.write_mem(base + off, block[: min(MEM_BLOCK, size - off)], mem)
+
+
+async def crc_mem(target: Target, mem: str, base: int, size: int) -> int:
+    """``check_crc``'s CRC-32: the target's own ``crc_mem`` when it has one (golden: unwritten memory costs
+    nothing), else ``read_mem`` in blocks folded into one CRC."""
+    crc = getattr(target, "crc_mem", None)
+    if crc is not None:
+        return await crc(base, size, mem)
+    value = 0
+    for off in range(0, size, MEM_BLOCK):
+        value = zlib.crc32(await target.read_mem(base + off, min(MEM_BLOCK, size - off), mem), value)
+    return value
+
+
+async def play(trace: Trace, target: Target, timeout_ns: int = DEFAULT_TIMEOUT_NS,
+               deadline: float | None = None) -> PlayResult:
     """Execute every command of ``trace`` on ``target``. Engine errors (ConfigError, UnsupportedError)
-    propagate to the caller, which decides how to report them."""
+    propagate to the caller, which decides how to report them. ``deadline`` (``time.monotonic()``) bounds
+    the wall time: it is looked at before every command and during polls (``BudgetExceeded``). A command
+    whose memory would exceed the memory budget is a ``TraceError`` naming its line (bad input)."""
+    at = _Line()
+    try:
+        return await _play(trace, target, timeout_ns, deadline, at)
+    except MemoryBudgetError as exc:
+        raise TraceError(trace.path, at.line, str(exc)) from None
+
+
+class _Line:
+    """The line of the command being played, for errors raised below the player."""
+
+    line = 0
+
+
+async def _play(trace: Trace, target: Target, timeout_ns: int, deadline: float | None, at: _Line) -> PlayResult:
     regmap = register_map(target.hw.address_map)
     intr_status_addr = regmap.address("GLB", "S_INTR_STATUS")
     fired: set[str] = set()
@@ -106,7 +161,13 @@ async def play(trace: Trace, target: Target, timeout_ns: int = DEFAULT_TIMEOUT_N
         result.checks.append(CheckResult(kind, line, False, f"sync point {sync} was never notified"))
         return False
 
+    def in_time(line: int) -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            raise BudgetExceeded(f"{trace.path}:{line}: wall-clock budget of the trace exceeded")
+
     for cmd in trace.commands:
+        at.line = cmd.line
+        in_time(cmd.line)
         if trace.stop_on_fail and result.checks and not result.checks[-1].ok:
             last = result.checks[-1]
             last.message += f"; trace stopped at line {last.line} (no +continue_on_fail)"
@@ -123,13 +184,16 @@ async def play(trace: Trace, target: Target, timeout_ns: int = DEFAULT_TIMEOUT_N
                                 cmd.expected, got)
                 )
         elif isinstance(cmd, PollRegEqual):
-            for _ in range(POLL_LIMIT):
+            for reads in range(1, POLL_LIMIT + 1):
                 if await target.read_reg(cmd.addr) == cmd.value:
                     break
+                if reads % _CLOCK_EVERY == 0:
+                    in_time(cmd.line)
             else:
-                raise InterruptTimeout(f"line {cmd.line}: {cmd.name} never became {cmd.value:#x}")
+                raise InterruptTimeout(f"line {cmd.line}: {cmd.name} never became {cmd.value:#x} "
+                                       f"in {POLL_LIMIT} reads")
         elif isinstance(cmd, MemInit):
-            await target.write_mem(cmd.base, bytes([cmd.fill]) * cmd.size, cmd.mem)
+            await fill_mem(target, cmd.mem, cmd.base, cmd.size, cmd.fill)
         elif isinstance(cmd, MemLoad):
             await load_dat(target, cmd.mem, cmd.base, cmd.file)
         elif isinstance(cmd, IntrNotify):
@@ -141,8 +205,7 @@ async def play(trace: Trace, target: Target, timeout_ns: int = DEFAULT_TIMEOUT_N
             fired.add(cmd.sync)
         elif isinstance(cmd, CheckCrc):
             if await synced(cmd.sync, "check_crc", cmd.line):
-                data = await target.read_mem(cmd.base, cmd.size, cmd.mem)
-                got = zlib.crc32(data)
+                got = await crc_mem(target, cmd.mem, cmd.base, cmd.size)
                 ok = got == cmd.crc
                 result.checks.append(
                     CheckResult("check_crc", cmd.line, ok,
@@ -179,11 +242,19 @@ async def play(trace: Trace, target: Target, timeout_ns: int = DEFAULT_TIMEOUT_N
         elif isinstance(cmd, LoadMem):
             await target.write_mem(cmd.base, cmd.data, cmd.mem)
         elif isinstance(cmd, PollReg):
-            for reads in range(1, max(cmd.retries, 1) + 1):
+            limit = min(max(cmd.retries, 1), MAX_POLL_READS)
+            for reads in range(1, limit + 1):
                 got = await target.read_reg(cmd.addr)
                 if cmd.matches(got):
                     break
+                if reads % _CLOCK_EVERY == 0:
+                    in_time(cmd.line)
             ok = cmd.matches(got)
+            if not ok and cmd.retries > limit:
+                raise BudgetExceeded(
+                    f"{trace.path}:{cmd.line}: read_reg {cmd.name} polled {limit} times without reading "
+                    f"{cmd.expected:#x} (mask {cmd.mask:#x}; last {got:#x}); +read_reg_poll_retries={cmd.retries} "
+                    f"is above the maximum of {MAX_POLL_READS}")
             result.checks.append(
                 CheckResult("read_reg", cmd.line, ok,
                             f"{cmd.name}: expected {cmd.expected:#x} (mask {cmd.mask:#x}), got {got:#x}"

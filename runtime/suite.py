@@ -1,23 +1,26 @@
 """Running trace suites: one outcome per trace (PASS, FAIL, N/A, ERROR), in parallel processes.
 
 Every trace runs in isolation on a fresh target. Outcomes are plain data so they cross process
-boundaries and serialize to JSON and JUnit XML.
+boundaries and serialize to JSON and JUnit XML. Every trace has a wall-clock budget; a worker that dies
+(killed, out of memory) or overruns it costs only its own trace, an ERROR naming how it ended.
 """
 from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from golden.budget import MemoryBudgetError
 from golden.config import PRESETS, HwConfig, get_config
 from golden.errors import ConfigError, DlaError, RegisterError, UnsupportedError
 from golden.regs import register_map
-from runtime.player import PlayResult, play
+from runtime.player import BudgetExceeded, PlayResult, play
+from runtime.pool import Task, run_in_workers
 from runtime.target import InterruptTimeout, Target
 from runtime.trace import TraceError, find_traces
 from runtime.txn import parse_trace
@@ -25,6 +28,25 @@ from runtime.txn import parse_trace
 PASS, FAIL, NA, ERROR = "PASS", "FAIL", "N/A", "ERROR"
 
 TargetFactory = Callable[[HwConfig], Target]
+
+#: Wall-clock seconds one trace may take (``dla trace --timeout``, ``$DLA_TRACE_TIMEOUT``; 0: no budget).
+#: NVDLA's largest nv_small traces take well under a minute on golden.
+DEFAULT_TRACE_BUDGET_S = 900.0
+TRACE_BUDGET_ENV = "DLA_TRACE_TIMEOUT"
+
+
+def trace_budget(seconds: float | None = None) -> float | None:
+    """The per-trace budget in seconds: ``seconds``, else ``$DLA_TRACE_TIMEOUT``, else the default; None
+    when that is 0 (no budget). Raises ValueError for a value that is not a number."""
+    if seconds is None:
+        raw = os.environ.get(TRACE_BUDGET_ENV, "").strip()
+        try:
+            seconds = float(raw) if raw else DEFAULT_TRACE_BUDGET_S
+        except ValueError:
+            raise ValueError(f"{TRACE_BUDGET_ENV}={raw!r}: expected seconds") from None
+    if seconds < 0:
+        raise ValueError(f"a trace time budget must not be negative ({seconds:g} s)")
+    return seconds or None
 
 
 def _golden(hw: HwConfig) -> Target:
@@ -112,8 +134,9 @@ def trace_name(cfg: str | Path) -> str:
     return path.parent.name if path.stem == path.parent.name or path.name == "input.txn" else f"{path.parent.name}/{path.stem}"
 
 
-def run_trace(cfg: str, config: str, target: str = "golden") -> Outcome:
-    """Parse and play one trace on a fresh target; never raises for a trace's own problems."""
+def run_trace(cfg: str, config: str, target: str = "golden", budget_s: float | None = None) -> Outcome:
+    """Parse and play one trace on a fresh target; never raises for a trace's own problems. ``budget_s``
+    bounds the wall time of the play (an ERROR naming the line it reached)."""
     path = Path(cfg)
     name = trace_name(path)
     out = Outcome(name, str(path), config, target, ERROR)
@@ -126,12 +149,17 @@ def run_trace(cfg: str, config: str, target: str = "golden") -> Outcome:
             out.status, out.detail = NA, f"missing data file {missing[0].name}"
             return out
         tgt = TARGETS[target](hw)
-        result: PlayResult = asyncio.run(play(trace, tgt))
+        deadline = None if budget_s is None else time.monotonic() + budget_s
+        result: PlayResult = asyncio.run(play(trace, tgt, deadline=deadline))
         out.status, out.detail, out.checks = classify(result)
     except TraceError as exc:
         out.status, out.detail, out.bad_input = ERROR, str(exc), True
+    except MemoryBudgetError as exc:  # raised outside a command the player could name
+        out.status, out.detail, out.bad_input = ERROR, f"{path}: {exc}", True
     except UnsupportedError as exc:
         out.status, out.detail = NA, f"needs {exc.unit}: {exc}"
+    except BudgetExceeded as exc:
+        out.status, out.detail = ERROR, f"{exc}{f' ({budget_s:g} s)' if 'wall-clock' in str(exc) else ''}"
     except (ConfigError, RegisterError, InterruptTimeout, DlaError) as exc:
         out.status, out.detail = ERROR, f"{type(exc).__name__}: {exc}"
     except Exception as exc:  # an internal bug: keep going, keep the traceback for the JSON report
@@ -153,18 +181,23 @@ def classify(result: PlayResult) -> tuple[str, str, list[dict]]:
     return FAIL, "; ".join(c.describe() for c in result.failures()), checks
 
 
-def _run_packed(args: tuple[str, str, str]) -> Outcome:
-    return run_trace(*args)
+def _lost(job: tuple[str, str, str], why: str) -> Outcome:
+    """The outcome of a trace whose worker never answered: died, or was stopped over its budget."""
+    cfg, config, target = job
+    return Outcome(trace_name(cfg), cfg, config, target, ERROR, why)
 
 
-def run_suite(jobs: list[tuple[str, str, str]], workers: int = 1) -> Iterator[Outcome]:
-    """Outcomes of (cfg, config, target) jobs, yielded in job order as they complete."""
+def run_suite(jobs: list[tuple[str, str, str]], workers: int = 1,
+              budget_s: float | None = DEFAULT_TRACE_BUDGET_S) -> Iterator[Outcome]:
+    """Outcomes of (cfg, config, target) jobs, yielded in job order as they complete. With several
+    workers, a worker that dies makes its trace an ERROR ("worker killed by SIGKILL") and is replaced;
+    closing the iterator (or an interrupt while waiting) stops the workers."""
     if workers <= 1 or len(jobs) <= 1:
         for job in jobs:
-            yield run_trace(*job)
+            yield run_trace(*job, budget_s=budget_s)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(_run_packed, jobs, chunksize=1)
+    yield from run_in_workers([Task(run_trace, (*job, budget_s), job) for job in jobs], workers,
+                              lost=_lost, hard_limit_s=None if budget_s is None else budget_s * 1.2 + 10)
 
 
 def collect(paths: list[Path], config: str | None) -> list[tuple[Path, str]]:

@@ -1,0 +1,173 @@
+"""``dla trace -j 2`` as real processes under signals: a killed worker costs only its trace, SIGTERM/SIGINT
+stop the run with its report written (exit 143/130), and no worker outlives ``dla`` (even ``kill -9``).
+
+Slow traces are synthetic nvdlav1 traces whose reads never match (each read_reg polls a million times);
+fast ones are the passing .cfg trace of conftest. Timeouts below are hang guards only, never assertions.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runtime.player import MAX_POLL_READS
+from tests.runtime.conftest import PAYLOAD, passing_lines
+from runtime.trace import write_dat
+
+DLA = [sys.executable, "-m", "runtime.cli"] if not (Path(sys.executable).parent / "dla").exists() \
+    else [str(Path(sys.executable).parent / "dla")]
+HANG_GUARD_S = 300
+#: A read of BDMA.CFG_DST_SURF_0 (reset 0) that never reads 0xf0a5a500.
+NEVER = "read_reg 0xffff100b 0xffffffe0 0xf0a5a500 #NVDLA_BDMA.CFG_DST_SURF_0"
+
+
+def fast_traces(root: Path, n: int = 4) -> Path:
+    folder = root / "fast" / "nv_small"
+    for i in range(n):
+        d = folder / f"fast_{i}"
+        d.mkdir(parents=True)
+        write_dat(d / "in.dat", PAYLOAD)
+        (d / f"fast_{i}.cfg").write_text("\n".join(passing_lines()) + "\n")
+    return folder
+
+
+def slow_traces(root: Path, names: tuple[str, ...] = ("slow_a", "slow_b"), reads: int = 1,
+                retries: int = MAX_POLL_READS) -> Path:
+    folder = root / "slow" / "nv_full"
+    for name in names:
+        d = folder / name
+        d.mkdir(parents=True)
+        (d / "input.txn").write_text("\n".join([NEVER] * reads) + "\n")
+        (d / "plusargs.txt").write_text(f"+read_reg_poll_retries={retries} +continue_on_fail\n")
+    return folder
+
+
+def children(pid: int) -> set[int]:
+    """Direct children of ``pid`` (the kernel's own list, independent of runtime.processes)."""
+    out: set[int] = set()
+    for f in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            out |= {int(x) for x in f.read_text().split()}
+        except OSError:
+            pass
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
+def start(args: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([*DLA, "trace", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def wait_for_workers(proc: subprocess.Popen, n: int = 2) -> set[int]:
+    deadline = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < deadline:
+        kids = children(proc.pid)
+        if len(kids) >= n:
+            return kids
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail("the workers never started")
+
+
+def read_lines(proc: subprocess.Popen, n: int) -> list[str]:
+    """The first ``n`` lines of stdout (each trace prints one as it finishes, in order)."""
+    assert proc.stdout is not None
+    return [proc.stdout.readline() for _ in range(n)]
+
+
+def gone_soon(pids: set[int]) -> set[int]:
+    """The pids still alive after a while (a hang guard, not a timing check)."""
+    deadline = time.monotonic() + 60
+    left = {p for p in pids if alive(p)}
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = {p for p in left if alive(p)}
+    return left
+
+
+def test_a_killed_worker_is_an_error_naming_the_signal(tmp_path: Path) -> None:
+    slow = slow_traces(tmp_path)
+    fast = fast_traces(tmp_path)
+    proc = start([str(slow), str(fast), "-j", "2", "--json", "r.json", "--junit", "r.xml"], tmp_path)
+    workers = wait_for_workers(proc)  # both busy on a slow trace (they come first)
+    victim = min(workers)
+    os.kill(victim, signal.SIGKILL)
+    out, err = proc.communicate(timeout=HANG_GUARD_S)
+    assert proc.returncode == 1, out + err
+    assert "Traceback" not in err and "BrokenProcessPool" not in err + out
+    lines = out.splitlines()
+    errors = [ln for ln in lines if ln.startswith("ERROR")]
+    assert len(errors) == 1 and errors[0].endswith(": worker killed by SIGKILL"), out
+    assert sum(ln.startswith("PASS") for ln in lines) == 4
+    assert lines[-1] == "4 passed, 2 failed, 0 skipped"
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["summary"] == lines[-1] and len(doc["traces"]) == 6
+    assert sorted(t["status"] for t in doc["traces"]) == ["ERROR", "FAIL", "PASS", "PASS", "PASS", "PASS"]
+    assert "worker killed by SIGKILL" in (tmp_path / "r.xml").read_text()
+    assert not {p for p in workers if alive(p)}
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_and_sigint_stop_the_run_and_report_what_finished(tmp_path: Path, sig: int, code: int) -> None:
+    fast = fast_traces(tmp_path)
+    slow = slow_traces(tmp_path, reads=50)  # far longer than the test waits
+    proc = start([str(fast), str(slow), "-j", "2", "--json", "r.json"], tmp_path)
+    finished = read_lines(proc, 4)  # the fast traces reported: the slow ones are running now
+    assert all(ln.startswith("PASS") for ln in finished), finished
+    workers = wait_for_workers(proc)
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)  # a terminal's Ctrl-C: the whole foreground group
+    else:
+        proc.send_signal(sig)  # CI's SIGTERM: the parent only
+    out, err = proc.communicate(timeout=HANG_GUARD_S)
+    assert proc.returncode == code, out + err
+    assert "Traceback" not in err and "interrupted" in err
+    assert out.splitlines()[-1] == "4 passed, 0 failed, 0 skipped"
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [t["status"] for t in doc["traces"]] == ["PASS"] * 4
+    assert not gone_soon(workers | children(proc.pid))
+
+
+def test_kill_9_of_dla_takes_its_workers_with_it(tmp_path: Path) -> None:
+    slow = slow_traces(tmp_path, reads=50)
+    proc = start([str(slow), "-j", "2"], tmp_path)
+    workers = wait_for_workers(proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=HANG_GUARD_S)  # EOF: no worker holds stdout open
+    assert proc.returncode == -signal.SIGKILL
+    assert not gone_soon(workers)
+
+
+def test_a_poll_with_huge_retries_ends_with_an_error_naming_register_and_line(tmp_path: Path) -> None:
+    slow = slow_traces(tmp_path, names=("huge",), retries=10**12)
+    (slow / "huge" / "plusargs.txt").write_text("+read_reg_poll_retries=1000000000000\n")
+    r = subprocess.run([*DLA, "trace", str(slow), "--json", "r.json"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=HANG_GUARD_S)
+    assert r.returncode == 1, r.stdout + r.stderr
+    line = r.stdout.splitlines()[0]
+    assert line.startswith("ERROR huge: ") and f"{slow / 'huge' / 'input.txn'}:1: " in line
+    assert "NVDLA_BDMA.CFG_DST_SURF_0" in line and f"maximum of {MAX_POLL_READS}" in line
+    assert json.loads((tmp_path / "r.json").read_text())["traces"][0]["status"] == "ERROR"
+
+
+def test_a_trace_over_its_time_budget_is_an_error(tmp_path: Path) -> None:
+    slow = slow_traces(tmp_path, names=("slow_a",), reads=50)
+    r = subprocess.run([*DLA, "trace", str(slow), "--timeout", "1"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=HANG_GUARD_S)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stdout.startswith("ERROR slow_a: ") and "wall-clock budget" in r.stdout and "input.txn:" in r.stdout
