@@ -34,6 +34,7 @@ from runtime.inputs import (
     write_rawdump,
 )
 from runtime.processes import deferred_interrupts, interrupt_exit_code, raise_on_sigterm
+from runtime.strict import KnownIncomplete, strict_outcome
 from runtime.trace import find_traces
 from runtime.suite import (
     BATCH_TARGETS,
@@ -126,6 +127,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
     try:
         found = collect(_config_paths([Path(p) for p in args.paths], args.config), args.config)
         options = _sim_options(args) if batch else {}
+        strict = args.strict or bool(args.known_incomplete)
+        known = KnownIncomplete.load(args.known_incomplete) if args.known_incomplete else KnownIncomplete()
         budget = trace_budget(args.timeout)
     except (ValueError, KeyError) as exc:
         print(f"dla trace: {exc.args[0] if exc.args else exc}", file=sys.stderr)
@@ -140,6 +143,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     restore_sigterm = raise_on_sigterm()  # SIGTERM (CI) ends the run like Ctrl-C, the report still written
     try:
         for i, out in enumerate(results, 1):
+            out = strict_outcome(out, known) if strict else out
             outcomes.append(out)
             if progress:
                 sys.stderr.write("\r\x1b[K")
@@ -477,6 +481,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     t.add_argument("--json", metavar="FILE", help="write a JSON report")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    t.add_argument("--strict", action="store_true",
+                   help="a trace whose data file is missing is an ERROR (exit 2), not N/A, unless listed by "
+                        "--known-incomplete")
+    t.add_argument("--known-incomplete", metavar="FILE",
+                   help="traces allowed to miss data files under --strict (implies it): one <config>/<trace> "
+                        "per line, # comments; e.g. regressions/lists/known-incomplete.txt")
     t.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="wall-clock budget of each trace, an ERROR when exceeded (default $DLA_TRACE_TIMEOUT, "
                         "else 900; 0 = none)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Union
@@ -144,10 +145,40 @@ class Trace:
         return [c.file for c in self.commands if isinstance(c, (MemLoad, CheckFile))]
 
     def missing_files(self) -> list[Path]:
-        return [f for f in self.data_files() if not f.is_file()]
+        """Data files that do not exist (NVDLA did not ship every blob: the trace is N/A, or an error under
+        ``dla trace --strict``). A name that exists but is a directory, FIFO or device is a misnamed data file,
+        not an absent one: ``TraceError`` naming the command's file:line (reading a FIFO would hang)."""
+        named, missing = set(self.data_files()), []
+        for cmd in self.commands:
+            file = getattr(cmd, "file", None)
+            if file not in named:
+                continue
+            if not file.exists():
+                missing.append(file)
+            elif not file.is_file():
+                raise TraceError(self.path, cmd.line, f"data file {file} is {_file_kind(file)}, not a regular file")
+        return missing
+
+    def missing_line(self, file: Path) -> int:
+        """The line of the first command that names ``file`` (for an error about it)."""
+        return next((c.line for c in self.commands if getattr(c, "file", None) == file), 0)
 
     def checks(self) -> list[Command]:
         return [c for c in self.commands if isinstance(c, (CheckCrc, CheckFile, CheckNothing))]
+
+
+def _file_kind(path: Path) -> str:
+    """What a non-regular file is, in words for an error message."""
+    mode = path.stat().st_mode
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "of an unknown kind"
 
 
 # ---- .cfg parsing -------------------------------------------------------------------------------------

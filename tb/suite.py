@@ -186,10 +186,10 @@ def precheck(cfg: str, config: str, target: str) -> Outcome | None:
     try:
         hw = get_config(config)
         trace = parse_trace(Path(cfg), register_map(hw.address_map), name=out.name)
+        missing = trace.missing_files()
     except TraceError as exc:
         out.detail, out.bad_input = str(exc), True
         return out
-    missing = trace.missing_files()
     if missing:
         out.status, out.detail = NA, f"missing data file {missing[0].name}"
         return out

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import nvdla_traces_root
+from conftest import KNOWN_INCOMPLETE, nvdla_traces_root
 from regressions.rtl.nvdla_rtl import CONFIG, FULL, SIM_WORKERS, SIMULATOR, nvdla_rtl_options
 from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
+from runtime.strict import KnownIncomplete, strict_outcome
 from runtime.suite import NA, PASS, Outcome, run_trace
 from runtime.trace import find_traces
 from tb.runner import SimulatorUnavailable, simulator_version
@@ -68,9 +69,10 @@ def test_nv_small_traces_on_nvdla_rtl(pytestconfig: pytest.Config) -> None:
         assert len(cfgs) == len(SMOKE), "a smoke trace is missing from the NVDLA folder"
     else:
         assert len(cfgs) == TRACES
-    golden = {o.name: o for o in (run_trace(str(c), CONFIG) for c in cfgs)}
-    rtl = {o.name: o for o in run_traces([(c, CONFIG) for c in cfgs], SIMULATOR, workers=SIM_WORKERS,
-                                         options=options)}
+    known = KnownIncomplete.load(KNOWN_INCOMPLETE)  # strict: only listed traces may miss data files
+    golden = {o.name: strict_outcome(o, known) for o in (run_trace(str(c), CONFIG) for c in cfgs)}
+    rtl = {o.name: strict_outcome(o, known) for o in run_traces([(c, CONFIG) for c in cfgs], SIMULATOR,
+                                                                workers=SIM_WORKERS, options=options)}
     assert rtl.keys() == golden.keys()
     differ = [f"{name}: {why}" for name in golden if (why := same_verdict(golden[name], rtl[name]))]
     assert not differ, f"{len(differ)} of {len(golden)} verdicts differ from golden:\n" + "\n".join(differ)
