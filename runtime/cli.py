@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from dlaio import OutputError, check_output, input_files, write_atomic
 from golden.config import PRESETS
 from runtime.inputs import (
     IMAGE_SUFFIXES,
@@ -57,7 +57,7 @@ _SIM_OPTIONS = ("dut", "rtl_filelist", "toplevel", "define", "sim_arg", "timeout
                 "axi_random")
 
 
-def _write_junit(path: Path, outcomes: list[Outcome], seconds: float) -> None:
+def _write_junit(path: Path, outcomes: list[Outcome], seconds: float, inputs: list[Path] = ()) -> None:
     from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
     suite = TestSuite("dla.trace")
@@ -73,16 +73,45 @@ def _write_junit(path: Path, outcomes: list[Outcome], seconds: float) -> None:
     suite.time = round(seconds, 3)
     xml = JUnitXml()
     xml.add_testsuite(suite)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    xml.write(str(path), pretty=True)
+    write_atomic(path, lambda f: xml.write(f, pretty=True), inputs=inputs)
 
 
-def _write_json(path: Path, outcomes: list[Outcome], seconds: float, summary: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _write_json(path: Path, outcomes: list[Outcome], seconds: float, summary: str,
+                inputs: list[Path] = ()) -> None:
     doc = {"summary": summary, "seconds": round(seconds, 3), "traces": [o.to_dict() for o in outcomes]}
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(doc, indent=2), inputs=inputs)
+
+
+def _check_out(option: str, path: str | None, inputs: list[Path], kind: str = "file") -> Path | None:
+    """Refuse, before any work starts, an output the one writer (dlaio) would refuse: ``OPTION PATH: why``."""
+    if not path:
+        return None
+    try:
+        check_output(path, inputs=inputs, kind=kind)
+    except OutputError as exc:
+        raise UserError(f"{option} {exc.path}: {exc.reason}") from None
+    return Path(path)
+
+
+def _trace_inputs(found: list[tuple[Path, str]]) -> list[Path]:
+    """Every file of the traces a run reads (.cfg/input.txn and the .dat files beside them): a report
+    must never overwrite one."""
+    dirs = {Path(cfg).parent for cfg, _ in found}
+    return [*(Path(cfg) for cfg, _ in found), *(f for d in dirs for f in d.iterdir() if f.is_file())]
+
+
+def _write_reports(args: argparse.Namespace, outcomes: list[Outcome], seconds: float, summary: str,
+                   inputs: list[Path]) -> list[OutputError]:
+    """Write --junit and --json; the reports that could not be written (disk full, ...), for one line each."""
+    unwritten = []
+    for given, write in ((args.junit, lambda p: _write_junit(p, outcomes, seconds, inputs)),
+                         (args.json, lambda p: _write_json(p, outcomes, seconds, summary, inputs))):
+        if given:
+            try:
+                write(Path(given))
+            except OutputError as exc:
+                unwritten.append(exc)
+    return unwritten
 
 
 def _sim_options(args: argparse.Namespace) -> dict:
@@ -133,6 +162,13 @@ def cmd_trace(args: argparse.Namespace) -> int:
     except (ValueError, KeyError) as exc:
         print(f"dla trace: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return 2
+    trace_files = _trace_inputs(found)
+    try:  # before the run: a report that cannot be written fails now, not after the traces ran
+        _check_out("--junit", args.junit, trace_files)
+        _check_out("--json", args.json, trace_files)
+    except UserError as exc:
+        print(f"dla trace: {exc}", file=sys.stderr)
+        return 2
     jobs = [(str(cfg), cfg_name, args.target) for cfg, cfg_name in found]
     workers = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
     progress = sys.stderr.isatty() and not args.quiet
@@ -168,11 +204,12 @@ def cmd_trace(args: argparse.Namespace) -> int:
     failed = sum(o.status in (FAIL, ERROR) for o in outcomes)
     skipped = sum(o.status == NA for o in outcomes)
     summary = f"{passed} passed, {failed} failed, {skipped} skipped"
-    if args.junit:
-        _write_junit(Path(args.junit), outcomes, seconds)
-    if args.json:
-        _write_json(Path(args.json), outcomes, seconds, summary)
+    unwritten = _write_reports(args, outcomes, seconds, summary, trace_files)
     print(summary)
+    for exc in unwritten:
+        print(f"dla: cannot write report {exc.path}: {exc.reason}", file=sys.stderr)
+    if unwritten:
+        return 2
     if interrupted is not None:
         return interrupt_exit_code(interrupted)
     if any(o.bad_input for o in outcomes):
@@ -186,13 +223,13 @@ class UserError(Exception):
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [UserError, InputError]
+    errors: list[type[BaseException]] = [UserError, InputError, OutputError]
     try:  # a broken install must still end in one line, not in a traceback from this except clause
         from compiler.errors import CompileError
         from runtime.loadable import ExecutionError, LoadableError
         from runtime.nvdla.run import NvdlaRunError
     except ImportError:
-        return (UserError, InputError, ImportError)
+        return (UserError, InputError, OutputError, ImportError)
     return (*errors, CompileError, LoadableError, ExecutionError, NvdlaRunError)
 
 
@@ -223,22 +260,6 @@ def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
 def _load_array(path: Path) -> np.ndarray | dict[str, np.ndarray]:
     """A .npy array (or the arrays of a .npz by name), with the file named in any error."""
     return load_array(path)
-
-
-def _atomic_write(path: Path, write: Callable[[object], None]) -> None:
-    """Write through a temp file in the same directory and rename: never a half-written file at ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def _count(n: int, word: str) -> str:
@@ -286,6 +307,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
         raise UserError("--input is only used with --emit-trace")
     if args.calib_random is not None and args.calib_random <= 0:
         raise UserError(f"--calib-random {args.calib_random}: needs a positive number of samples")
+    inputs = [model, *(p for p in (weights, args.calib_table, args.input) if p),
+              *(input_files([args.calib_images]) if args.calib_images else [])]
+    _check_out("-o", args.output, inputs)  # before compiling: never over the model or a device
+    _check_out("--emit-trace", args.emit_trace, inputs, kind="dir")
+    _check_out("--dump-passes", args.dump_passes, inputs, kind="dir")
     trace_input = _load_array(Path(args.input)) if args.input else None
     try:
         from compiler.driver import compile_model
@@ -302,11 +328,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.emit_trace:
         from runtime.executor import Network
 
-        cfgs = Network(msg).emit_trace(trace_input, Path(args.emit_trace))
+        cfgs = Network(msg).emit_trace(trace_input, Path(args.emit_trace), input_files=inputs)
         print(f"Wrote {_count(len(cfgs), 'trace')} to {Path(args.emit_trace) / msg.hw_config} "
               f"(play them with: dla trace {args.emit_trace}).")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_loadable(out, msg, validate=False)
+    write_loadable(out, msg, validate=False, inputs=inputs)
     print(_summary(msg, out))
     return 0
 
@@ -334,6 +359,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     except OSError:
         load(args.loadable)  # the loadable reader words the error (no such file, ...)
         raise
+    inputs = [Path(args.loadable), *(Path(p) for spec in args.input or [] for p in {spec, spec.partition("=")[2]}
+                                     if p)]
+    inputs = input_files(inputs)  # a directory of images stands for its files
+    _check_out("--output", args.output, inputs)  # before the run: never over an input or a device
+    _check_out("--rawdump", args.rawdump, inputs, kind="dir")
+    _check_out("--dimg", args.dimg, inputs, kind="dir")
     if is_nvdla_loadable(head):
         return run_nvdla(args)
     for opt in ("config", "dimg"):  # NVDLA-loadable options
@@ -354,7 +385,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     pre = Preprocess(mean=None if args.mean is None else parse_mean(args.mean),
                      normalize=None if args.normalize is None else parse_normalize(args.normalize), bgr=args.bgr)
-    rawdump = check_rawdump_dir(Path(args.rawdump)) if args.rawdump else None
+    rawdump = check_rawdump_dir(Path(args.rawdump), inputs=inputs) if args.rawdump else None
     net = load(args.loadable)
     out = Path(args.output) if args.output else None
     if out is not None and out.suffix != ".npz" and len(net.outputs) > 1:
@@ -389,12 +420,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(line)
     if out is not None:
         if out.suffix == ".npz":
-            _atomic_write(out, lambda f: np.savez(f, **results))
+            write_atomic(out, lambda f: np.savez(f, **results), inputs=inputs)
         else:
-            _atomic_write(out, lambda f: np.save(f, results[net.outputs[0]]))
+            write_atomic(out, lambda f: np.save(f, results[net.outputs[0]]), inputs=inputs)
         print(f"Wrote {out}")
     if rawdump is not None:
-        count = write_rawdump(rawdump, net, results, loadable=str(args.loadable))
+        count = write_rawdump(rawdump, net, results, loadable=str(args.loadable), inputs=inputs)
         print(f"Wrote {_count(count, 'raw dump file')} to {rawdump} (listed in {rawdump / 'index.json'})")
     return 0
 

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import os
 import re
-import shutil
-import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -29,6 +26,7 @@ from typing import Callable, Collection, Iterable, Mapping, Sequence
 import numpy as np
 
 from compiler.proto import loadable_pb2 as pb
+from dlaio import publish_dir
 from golden.config import HwConfig, get_config
 from golden.engines import engine_of_unit
 from golden.errors import DlaError
@@ -343,39 +341,28 @@ class Network:
 
     # ---- traces --------------------------------------------------------------------------------------
     def emit_trace(self, inputs: Mapping[str, np.ndarray] | np.ndarray, directory: Path | str, *,
-                   progress: Progress | None = None, timeout_ns: int = DEFAULT_TIMEOUT_NS) -> list[Path]:
+                   progress: Progress | None = None, timeout_ns: int = DEFAULT_TIMEOUT_NS,
+                   input_files: Iterable[Path | str] = ()) -> list[Path]:
         """Run the first sample on the golden model and write one self-contained NVDLA trace per DLA task:
         ``DIR/<hw_config>/task_<id>_<name>/task_<id>_<name>.cfg`` plus its ``.dat`` files (the config
         folder lets ``dla trace DIR`` infer the hardware). Each trace loads the weights and the bytes of
         every tensor its task touches as they are just before the task, plays the relocated registers at
         absolute addresses, waits for every interrupt and checks the CRC of every tensor the task writes.
-        Nothing is written when the run fails; the folder appears whole or not at all."""
+        Nothing is written when the run fails; the folder appears whole or not at all, through the one
+        output writer (``dlaio.publish_dir``: never into a folder holding one of ``input_files``)."""
         from runtime.golden_target import GoldenTarget
 
         sample = self.split_samples(inputs)[0]
         ex = _Execution(self, GoldenTarget(self.hw), timeout_ns, progress, (0, 1), record=True)
         asyncio.run(ex.run(sample))
-        directory = Path(directory)
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", suffix=".tmp", dir=directory.parent))
-        final = directory / self.hw.name
-        try:
-            (tmp / self.hw.name).mkdir()
-            cfgs = [self._write_task_trace(rec, tmp) for rec in ex.records]
-            if not directory.exists():
-                os.rename(tmp, directory)  # the whole folder appears at once
-            else:  # replace only our config folder, keeping the old one until the new one is in place
-                old = tmp / ".old"
-                if final.exists():
-                    os.rename(final, old)
-                try:
-                    os.rename(tmp / self.hw.name, final)
-                except BaseException:
-                    if old.exists():
-                        os.rename(old, final)
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        final = Path(directory) / self.hw.name
+        cfgs: list[Path] = []
+
+        def fill(stage: Path) -> None:
+            (stage / self.hw.name).mkdir()
+            cfgs.extend(self._write_task_trace(rec, stage) for rec in ex.records)
+
+        publish_dir(directory, fill, inputs=input_files)
         return [final / c.parent.name / c.name for c in cfgs]
 
     def _write_task_trace(self, rec: _TaskRecord, root: Path) -> Path:

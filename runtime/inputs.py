@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import secrets
-import shutil
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+
+from dlaio import check_output, publish_dir
 
 ARRAY_SUFFIXES = (".npy", ".npz")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".pgm")
@@ -284,10 +283,10 @@ def int8_scales(net) -> dict[str, float | None]:
     return out
 
 
-def check_rawdump_dir(directory: Path) -> Path:
-    """Fail before running when ``--rawdump DIR`` cannot be a directory."""
-    if directory.exists() and not directory.is_dir():
-        raise InputError(f"--rawdump {directory}: exists and is not a directory")
+def check_rawdump_dir(directory: Path, *, inputs: Iterable[Path | str] = ()) -> Path:
+    """Fail before running when ``--rawdump DIR`` cannot be written: not a folder, or a folder holding one
+    of ``inputs`` (``dlaio.OutputError``)."""
+    check_output(directory, inputs=inputs, kind="dir")
     return directory
 
 
@@ -338,32 +337,16 @@ def rawdump_files(results: Mapping[str, np.ndarray], shapes: Mapping[str, Sequen
     return files
 
 
-def publish(directory: Path, files: Mapping[str, bytes]) -> None:
-    """Write ``files`` into ``directory`` all or nothing: staged in a hidden directory, then renamed (the
-    whole directory when it is new, else file by file with index.json last)."""
-    directory = check_rawdump_dir(Path(directory))
-    exists = directory.is_dir()
-    parent = directory if exists else directory.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    stage = parent / f".{directory.name or 'rawdump'}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    stage.mkdir()
-    try:
-        for fname, data in files.items():
-            (stage / fname).write_bytes(data)
-        if exists:
-            for fname in sorted(files, key=lambda f: f == "index.json"):
-                os.replace(stage / fname, directory / fname)
-            stage.rmdir()
-        else:
-            os.rename(stage, directory)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
+def publish(directory: Path, files: Mapping[str, bytes], *, inputs: Iterable[Path | str] = ()) -> None:
+    """Write ``files`` into ``directory`` all or nothing (``dlaio.publish_dir``: staged in a hidden folder,
+    then renamed: the whole folder when it is new, else file by file with index.json last)."""
+    publish_dir(directory, dict(files), inputs=inputs)
 
 
-def write_rawdump(directory: Path, net, results: Mapping[str, np.ndarray], *, loadable: str = "") -> int:
+def write_rawdump(directory: Path, net, results: Mapping[str, np.ndarray], *, loadable: str = "",
+                  inputs: Iterable[Path | str] = ()) -> int:
     """Dump every output of ``net`` (a ``runtime.executor.Network``) for every sample; returns the number
-    of files written (index.json included)."""
+    of files written (index.json included). Never into a folder holding one of ``inputs``."""
     files = rawdump_files(results, net.output_shapes(), int8_scales(net), loadable=loadable)
-    publish(directory, files)
+    publish(directory, files, inputs=inputs)
     return len(files)

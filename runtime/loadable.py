@@ -15,15 +15,15 @@ a bad file fails at load with one line naming it.
 """
 from __future__ import annotations
 
-import os
 import struct
-import tempfile
 import zlib
 from pathlib import Path
+from typing import Iterable
 
 from google.protobuf.message import DecodeError
 
 from compiler.proto import loadable_pb2 as pb
+from dlaio import write_atomic
 from golden.config import get_config
 from golden.regs import register_map
 
@@ -74,28 +74,15 @@ def encode_loadable(msg: pb.Loadable) -> bytes:
     return HEADER.pack(MAGIC, LOADABLE_VERSION[0], len(payload), zlib.crc32(payload)) + payload
 
 
-def write_loadable(path: Path | str, msg: pb.Loadable, *, validate: bool = True) -> None:
-    """Write atomically (a temp file in the same directory, then ``os.replace``): a crash or an error
-    never leaves a half-written loadable at ``path``. Validates first so the compiler cannot write a file
-    the runtime would refuse."""
+def write_loadable(path: Path | str, msg: pb.Loadable, *, validate: bool = True,
+                   inputs: Iterable[Path | str] = ()) -> None:
+    """Write through the one output writer (``dlaio.write_atomic``): whole or not at all, never over a
+    device, a FIFO or one of ``inputs`` (the files the command read). Validates first so the compiler
+    cannot write a file the runtime would refuse."""
     path = Path(path)
     if validate:
         check_loadable(msg, path)
-    data = encode_loadable(msg)
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_atomic(path, encode_loadable(msg), inputs=inputs)
 
 
 def decode_loadable(data: bytes, path: Path | str = "<bytes>", *, validate: bool = True) -> pb.Loadable:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from compiler.ir import Graph
+from dlaio import write_atomic
 from golden.config import HwConfig
 
 
@@ -41,13 +42,16 @@ class PassManager:
         self.times: dict[str, float] = {}
 
     def run(self, g: Graph, ctx: CompileContext) -> Graph:
-        if self.dump_dir is not None:
-            self.dump_dir.mkdir(parents=True, exist_ok=True)
-            (self.dump_dir / "00_input.txt").write_text(g.dump() + "\n")
+        self._dump("00_input.txt", g)
         for i, (name, fn) in enumerate(self.passes, 1):
             t0 = time.perf_counter()
             g = fn(g, ctx)
             self.times[name] = time.perf_counter() - t0
-            if self.dump_dir is not None:
-                (self.dump_dir / f"{i:02d}_{name}.txt").write_text(g.dump() + "\n")
+            self._dump(f"{i:02d}_{name}.txt", g)
         return g
+
+    def _dump(self, fname: str, g: Graph) -> None:
+        """One file per pass, each written whole by the one output writer as soon as the pass ran (so the
+        dumps up to a failing pass are there to debug it)."""
+        if self.dump_dir is not None:
+            write_atomic(self.dump_dir / fname, g.dump() + "\n")

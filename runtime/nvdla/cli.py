@@ -100,6 +100,6 @@ def run_nvdla(args: argparse.Namespace) -> int:
         digest = f", dimg md5 {hashlib.md5(dimgs[i]).hexdigest()}" if dimgs else ""
         print(f"  output {i} {t.name!r}: {t.c}x{t.h}x{t.w}, {t.size} bytes{digest}")
     if args.dimg:
-        paths = net.write_dimgs(dimgs, Path(args.dimg))
+        paths = net.write_dimgs(dimgs, Path(args.dimg), inputs=[Path(args.loadable)])
         print(f"Wrote {len(paths)} DIMG file(s) to {args.dimg}")
     return 0

@@ -15,12 +15,11 @@ loadables are 0.10); ``layout=`` overrides it.
 from __future__ import annotations
 
 import asyncio
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
+from dlaio import publish_dir
 from golden.config import HwConfig
 from runtime.nvdla import fbs
 from runtime.nvdla.dimg import DimgError, encode_dimg, surface_format
@@ -253,20 +252,9 @@ class NvdlaNetwork:
                 raise self._fail(f"output {out.name!r}: {exc}{hint}") from None
         return blobs
 
-    def write_dimgs(self, blobs: list[bytes], outdir: Path | str) -> list[Path]:
-        """o_000000.dimg, o_000001.dimg, ... in output order; every file written whole (temp + rename)."""
-        outdir = Path(outdir)
-        outdir.mkdir(parents=True, exist_ok=True)
-        paths = []
-        for i, blob in enumerate(blobs):
-            path = outdir / f"o_{i:06d}.dimg"
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=outdir)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(blob)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            paths.append(path)
-        return paths
+    def write_dimgs(self, blobs: list[bytes], outdir: Path | str, *, inputs: Iterable[Path | str] = ()) -> list[Path]:
+        """o_000000.dimg, o_000001.dimg, ... in output order, all or nothing through the one output writer
+        (``dlaio.publish_dir``: never over a device or into a folder holding one of ``inputs``)."""
+        files = {f"o_{i:06d}.dimg": blob for i, blob in enumerate(blobs)}
+        publish_dir(outdir, files, inputs=inputs)
+        return [Path(outdir) / name for name in files]

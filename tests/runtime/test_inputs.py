@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from dlaio import OutputError
 from runtime.cli import main as dla
 from runtime.inputs import (
     InputError,
@@ -259,11 +260,11 @@ def test_publish_is_all_or_nothing(tmp_path, monkeypatch) -> None:
     for target in (tmp_path / "fresh", existing):
         calls.clear()
         before = sorted(p.name for p in tmp_path.rglob("*"))
-        with pytest.raises(OSError):
+        with pytest.raises(OutputError, match=f"cannot write {target}: No space left on device"):
             publish(target, {"b.f32": b"x", "index.json": b"{}"})
         assert sorted(p.name for p in tmp_path.rglob("*")) == before
     (tmp_path / "file").write_text("")
-    with pytest.raises(InputError, match="exists and is not a directory"):
+    with pytest.raises(OutputError, match="it is a regular file, not a folder"):
         publish(tmp_path / "file", files)
 
 
@@ -376,7 +377,7 @@ def test_run_bgr_directories_and_grayscale(loadables, tmp_path, capsys) -> None:
     (["--input", "a.png", "--normalize", "0"], "--normalize 0: needs a positive number"),
     (["--input", "a.png", "--normalize", "-2"], "--normalize -2: needs a positive number"),
     (["--input", "a.bmp"], "--input a.bmp: unknown input type '.bmp'"),
-    (["--input", "a.png", "--rawdump", "a.png"], "--rawdump a.png: exists and is not a directory"),
+    (["--input", "a.png", "--rawdump", "a.png"], "--rawdump a.png: it is a regular file, not a folder"),
 ])
 def test_run_image_errors_are_one_line_exit_2(loadables, tmp_path, monkeypatch, capsys, argv, message) -> None:
     monkeypatch.chdir(tmp_path)

@@ -10,6 +10,7 @@ from typing import Callable
 import pytest
 
 from compiler.proto import loadable_pb2 as pb
+from dlaio import OutputError
 from runtime.loadable import (
     HEADER,
     LOADABLE_VERSION,
@@ -57,10 +58,13 @@ def test_invalid_message_is_not_written_and_the_old_file_survives(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["net.dla"]
 
 
-def test_write_into_a_missing_directory_fails_cleanly(tmp_path):
-    with pytest.raises(FileNotFoundError):
-        write_loadable(tmp_path / "nope" / "net.dla", sdp_loadable())
-    assert not (tmp_path / "nope").exists()
+def test_write_creates_a_missing_directory_and_refuses_one_that_cannot_be(tmp_path):
+    write_loadable(tmp_path / "new" / "net.dla", sdp_loadable())
+    assert [p.name for p in (tmp_path / "new").iterdir()] == ["net.dla"]
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OutputError, match=r"file/net\.dla: .*is a regular file, not a folder"):
+        write_loadable(tmp_path / "file" / "net.dla", sdp_loadable())
+    assert (tmp_path / "file").read_text() == ""
 
 
 @pytest.fixture
