@@ -8,11 +8,12 @@ RTL or Verilator is not there.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from runtime.suite import TargetSetupError
+from runtime.suite import ERROR, FAIL, PASS, TargetSetupError, run_trace
 from tb.runner import RTL_COVERAGE_ENV, SimulatorUnavailable, simulator_version
 
 #: The named DUT (``tb.duts.NAMED_DUTS``) these suites verify.
@@ -60,3 +61,29 @@ def no_rtl_coverage(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(RTL_COVERAGE_ENV, raising=False)
     yield
 
+
+
+def rule_disagreements(cases: dict[str, tuple[Path, str | None]], options: dict) -> list[str]:
+    """Play rule cases (name -> (.cfg, golden's refusal or None)) on golden and on the RTL; one line per case
+    where they do not tell the same story.
+
+    A case golden computes must pass on both with golden's CRCs. A case golden refuses (a ``ConfigError``)
+    must FAIL on the RTL against each operation computed alone: the hardware really computes something else
+    there, so refusing is right and a model without the rule would have been wrong."""
+    from tb.suite import run_traces
+
+    golden = {o.name: o for o in (run_trace(str(cfg), CONFIG) for cfg, _ in cases.values())}
+    rtl = {o.name: o for o in run_traces([(cfg, CONFIG) for cfg, _ in cases.values()], SIMULATOR,
+                                         workers=SIM_WORKERS, options=options)}
+    wrong = []
+    for name, (_, refusal) in cases.items():
+        if refusal is None:
+            if golden[name].status != PASS or rtl[name].status != PASS:
+                wrong.append(f"{name}: golden {golden[name].line()}; RTL {rtl[name].line()}")
+            continue
+        if golden[name].status != ERROR or "ConfigError" not in golden[name].detail:
+            wrong.append(f"{name}: golden should refuse it, says {golden[name].line()}")
+        if rtl[name].status != FAIL:
+            wrong.append(f"{name}: golden refuses ({refusal}) but the RTL computes each op as if alone: "
+                         f"{rtl[name].line()}")
+    return wrong
