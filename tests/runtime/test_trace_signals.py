@@ -72,11 +72,22 @@ def start(args: list[str], cwd: Path) -> subprocess.Popen:
                             text=True, start_new_session=True)
 
 
-def wait_for_workers(proc: subprocess.Popen, n: int = 2) -> set[int]:
+def cpu_seconds(pid: int) -> float:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rfind(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def wait_for_workers(proc: subprocess.Popen, n: int = 2, busy: bool = False) -> set[int]:
+    """The worker pids once ``n`` exist (and, with ``busy``, each has spent CPU on a trace: an idle worker
+    waiting for its first task uses none)."""
     deadline = time.monotonic() + HANG_GUARD_S
     while time.monotonic() < deadline:
         kids = children(proc.pid)
-        if len(kids) >= n:
+        if len(kids) >= n and (not busy or all(cpu_seconds(k) > 0.3 for k in kids)):
             return kids
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
@@ -104,7 +115,7 @@ def test_a_killed_worker_is_an_error_naming_the_signal(tmp_path: Path) -> None:
     slow = slow_traces(tmp_path)
     fast = fast_traces(tmp_path)
     proc = start([str(slow), str(fast), "-j", "2", "--json", "r.json", "--junit", "r.xml"], tmp_path)
-    workers = wait_for_workers(proc)  # both busy on a slow trace (they come first)
+    workers = wait_for_workers(proc, busy=True)  # both on a slow trace (they come first)
     victim = min(workers)
     os.kill(victim, signal.SIGKILL)
     out, err = proc.communicate(timeout=HANG_GUARD_S)
