@@ -233,9 +233,25 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return (*errors, CompileError, LoadableError, ExecutionError, NvdlaRunError)
 
 
+class CompilerBug(Exception):
+    """The compiler produced something invalid (a loadable check_loadable refuses): our bug, reported as an
+    internal error (exit 1), never as a problem with the user's model or output path."""
+
+
+#: Where an internal error asks to be reported.
+REPORT_AT = 'the issue tracker (README.md, "Reporting bugs")'
+
+
+def internal_error_line(exc: BaseException) -> str:
+    """The one line an internal error prints: ours to fix, so it says where to report it."""
+    return (f"dla: internal error {type(exc).__name__}: {exc} - please report it at {REPORT_AT} "
+            f"(DLA_DEBUG=1 for the traceback)")
+
+
 def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Run a subcommand; user errors become one line on stderr and exit 2. Set DLA_DEBUG=1 to get the
-    traceback of an internal error instead of its one-line summary."""
+    """Run a subcommand; user errors become one line on stderr and exit 2, internal errors (anything else)
+    one line asking for a report and exit 1. Set DLA_DEBUG=1 to get the traceback of an internal error
+    instead of its one-line summary."""
 
     def run(args: argparse.Namespace) -> int:
         try:
@@ -250,8 +266,7 @@ def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
         except Exception as exc:
             if os.environ.get("DLA_DEBUG"):
                 raise
-            print(f"dla: internal error {type(exc).__name__}: {exc} (set DLA_DEBUG=1 for the traceback)",
-                  file=sys.stderr)
+            print(internal_error_line(exc), file=sys.stderr)
             return 1
 
     return run
@@ -293,7 +308,7 @@ def _summary(msg, out: Path | None = None) -> str:
 
 @_guarded
 def cmd_compile(args: argparse.Namespace) -> int:
-    from runtime.loadable import check_loadable, write_loadable
+    from runtime.loadable import LoadableError, check_loadable, write_loadable
 
     model, out = Path(args.model), Path(args.output)
     weights = Path(args.weights) if args.weights else None
@@ -324,7 +339,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
         calib_table=Path(args.calib_table) if args.calib_table else None,
         quant=args.quant, dump_passes=Path(args.dump_passes) if args.dump_passes else None, log=print,
     )
-    check_loadable(msg, out)
+    try:
+        check_loadable(msg, "the compiled loadable")
+    except LoadableError as exc:  # not the user's file: nothing was written to it
+        raise CompilerBug(f"the compiler produced an invalid loadable: {exc.msg}") from exc
     if args.emit_trace:
         from runtime.executor import Network
 

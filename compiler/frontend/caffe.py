@@ -20,6 +20,7 @@ from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
 from compiler.errors import CompileError, node_where
+from compiler.frontend import non_finite
 from compiler.ir import Graph, Node, Shape, infer_shapes
 from compiler.proto import caffe_pb2 as pb
 
@@ -287,6 +288,8 @@ class _Converter:
             if tuple(declared) != tuple(shape) and _squeeze(declared) != _squeeze(shape):
                 raise self.err(f"blob {i} ({what}) in {origin} has shape {list(declared)}, "
                                f"the layer needs {list(shape)}")
+            if why := non_finite(data):
+                raise self.err(f"blob {i} ({what}) in {origin} {why}")
             out.append(data.reshape(shape))
         return out
 

@@ -19,6 +19,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from compiler.errors import CompileError, node_where
+from compiler.frontend import non_finite
 from compiler.ir import Graph, Node, Shape, infer_shapes
 
 _FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16}
@@ -185,6 +186,8 @@ class _Importer:
         gr = self.model.graph
         for init in gr.initializer:
             self.raw[init.name] = numpy_helper.to_array(init)
+            if why := non_finite(self.raw[init.name]):
+                raise CompileError(self.g.source, f"initializer {init.name!r} {why}")
         for vi in gr.input:
             if vi.name in self.raw:
                 continue  # an initializer listed as an input (IR < 4) is a weight, not a feed
@@ -225,6 +228,8 @@ class _Importer:
             raise self.err(node, f"unsupported op (domain {node.domain!r})")
         if node.op_type == "Constant":
             self.raw[node.output[0]] = self._constant_value(node)
+            if why := non_finite(self.raw[node.output[0]]):
+                raise self.err(node, f"constant {node.output[0]!r} {why}")
             return
         ins = [t for t in node.input if t]
         if node.op_type in ("Shape", "Size") and ins and ins[0] in self.g.shapes:

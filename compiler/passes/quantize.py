@@ -36,6 +36,10 @@ AVG_POOL_HEADROOM = 2.0
 OUTPUT_HEADROOM = 1.25
 #: PDP RECIP_KERNEL_WIDTH/HEIGHT are unsigned 17-bit 0.16 fixed point.
 MAX_RECIP = 0x1FFFF
+#: The smallest calibrated range that gets a scale of its own: the loadable stores scales as float32, so
+#: range / 127 must stay a normal float32. A deep chain of layers that each shrink their input (1000 convs of
+#: gain 0.8) calibrates ranges below that by layer ~300, 0 even in float64 later: 0.0 scales in the loadable.
+MIN_RANGE = 127.0 * float(np.finfo(np.float32).tiny)
 
 
 class _UnionFind:
@@ -99,15 +103,16 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
     # A tensor that is zero on every calibration input (a dead ReLU, a conv reading only padding) says
     # nothing about its range. A vanishing scale there would put the next layer's bias beyond the 32-bit
     # SDP ALU and its requantization beyond a 16-bit multiplier, so it takes the network input's range.
-    inputs = [group_max[uf.find(t)] for t in g.inputs if group_max.get(uf.find(t), 0.0) > 0.0]
-    nonzero = [v for v in group_max.values() if v > 0.0]
+    # So does a range below MIN_RANGE: its values are 0 in int8 at that scale, as in float32.
+    inputs = [group_max[uf.find(t)] for t in g.inputs if group_max.get(uf.find(t), 0.0) >= MIN_RANGE]
+    nonzero = [v for v in group_max.values() if v >= MIN_RANGE]
     reference = max(inputs) if inputs else (max(nonzero) if nonzero else 1.0)
     scales = {}
     for t in tensors:
         r = uf.find(t)
         if r not in group_max:
             raise ValueError(f"tensor {t!r} has no calibration range")
-        scales[t] = (group_max[r] if group_max[r] > 0.0 else reference) / 127.0
+        scales[t] = (group_max[r] if group_max[r] >= MIN_RANGE else reference) / 127.0
     return scales
 
 
