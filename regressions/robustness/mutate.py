@@ -1,0 +1,267 @@
+"""Mutators for real input files: each takes hypothesis' ``draw`` and the bytes of a file and returns them
+damaged in one way a user, a disk or a buggy tool damages files (a flipped byte, a cut-off tail, junk, a
+huge or negative number where a size was, text that is not UTF-8, a duplicated or lost line, two tokens
+swapped). Protobuf files also get *structured* mutations (a field set out of range, a repeated entry
+dropped or doubled) because byte noise almost never survives protobuf decoding to reach the checks behind
+it. Everything here is a pure function of what hypothesis draws, so every failure shrinks and replays.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+from hypothesis import strategies as st
+
+Draw = Callable[[st.SearchStrategy[Any]], Any]
+Mutator = Callable[[Draw, bytes], bytes]
+
+#: Numbers that sit on a boundary of some integer type or mean "absurdly large / negative".
+INTERESTING_INTS = (0, 1, -1, 2, 7, 255, 256, 4095, 65535, 65536, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 1 << 32,
+                    1 << 40, (1 << 53) + 1, (1 << 63) - 1, 1 << 63, (1 << 64) - 1, 1 << 64, 10 ** 30,
+                    -(1 << 31), -(1 << 63), -(10 ** 30))
+INTERESTING_FLOATS = (0.0, -0.0, math.nan, math.inf, -math.inf, 1e38, -1e38, 3.5e38, 1e-45, 1e308, -1.0)
+#: Number spellings for text formats: decimal, hex, negative hex, empty hex, float and exponent forms.
+NUMBER_TEXTS = tuple(str(n) for n in INTERESTING_INTS) + tuple(hex(n) for n in INTERESTING_INTS if n >= 0) + (
+    "-0x10", "0x", "0x-1", "1e309", "-1e309", "nan", "inf", "1.5", "0777", "+3", "0b101", "9" * 400)
+#: Byte sequences no UTF-8 decoder accepts (lone continuation, overlong, surrogate, truncated sequence, 0xff).
+INVALID_UTF8 = (b"\xff", b"\xfe\xff", b"\x80", b"\xc0\xaf", b"\xed\xa0\x80", b"\xe2\x82", b"\xf8\x88\x80\x80\x80")
+JUNK = (b"\x00", b"\t", b"\r", b"\r\n", b"\n\n", b"(", b")", b",", b";", b"{", b"}", b'"', b"=", b"#", b"//",
+        b"+", b":", b"0x", b" ", b"\xef\xbb\xbf")
+_TOKEN = re.compile(rb"[A-Za-z0-9_.+\-]+")
+_NUMBER = re.compile(rb"-?(?:0[xX][0-9a-fA-F]+|\d+)")
+
+
+def _at(draw: Draw, data: bytes) -> int:
+    return draw(st.integers(0, len(data)))
+
+
+# ---- byte-level mutators (any file) -------------------------------------------------------------------------
+def flip_byte(draw: Draw, data: bytes) -> bytes:
+    if not data:
+        return data
+    i = draw(st.integers(0, len(data) - 1))
+    value = draw(st.one_of(st.integers(0, 7).map(lambda bit: data[i] ^ (1 << bit)), st.integers(0, 255)))
+    return data[:i] + bytes([value]) + data[i + 1:]
+
+
+def truncate(draw: Draw, data: bytes) -> bytes:
+    return data[:_at(draw, data)]
+
+
+def insert_junk(draw: Draw, data: bytes) -> bytes:
+    i = _at(draw, data)
+    junk = draw(st.one_of(st.sampled_from(JUNK), st.binary(min_size=1, max_size=12)))
+    return data[:i] + junk + data[i:]
+
+
+def insert_invalid_utf8(draw: Draw, data: bytes) -> bytes:
+    i = _at(draw, data)
+    return data[:i] + draw(st.sampled_from(INVALID_UTF8)) + data[i:]
+
+
+def overwrite_word(draw: Draw, data: bytes) -> bytes:
+    """A 4- or 8-byte little-endian boundary value over whatever was there (a length, an offset, a count)."""
+    if len(data) < 4:
+        return data
+    width = draw(st.sampled_from((4, 8))) if len(data) >= 8 else 4
+    i = draw(st.integers(0, len(data) - width))
+    value = draw(st.sampled_from(INTERESTING_INTS)) % (1 << (8 * width))
+    return data[:i] + value.to_bytes(width, "little") + data[i + width:]
+
+
+def delete_span(draw: Draw, data: bytes) -> bytes:
+    i = _at(draw, data)
+    n = draw(st.integers(1, 64))
+    return data[:i] + data[i + n:]
+
+
+# ---- text mutators (line- and token-aware) ------------------------------------------------------------------
+def replace_number(draw: Draw, data: bytes) -> bytes:
+    """One number of the file replaced by a huge, negative or malformed one (sizes, offsets, addresses)."""
+    spans = [m.span() for m in _NUMBER.finditer(data)]
+    if not spans:
+        return insert_number(draw, data)
+    start, end = spans[draw(st.integers(0, len(spans) - 1))]
+    return data[:start] + draw(st.sampled_from(NUMBER_TEXTS)).encode() + data[end:]
+
+
+def insert_number(draw: Draw, data: bytes) -> bytes:
+    i = _at(draw, data)
+    return data[:i] + draw(st.sampled_from(NUMBER_TEXTS)).encode() + data[i:]
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+def duplicate_line(draw: Draw, data: bytes) -> bytes:
+    lines = _lines(data)
+    if not lines:
+        return data
+    i = draw(st.integers(0, len(lines) - 1))
+    j = draw(st.integers(0, len(lines)))
+    return b"".join(lines[:j] + [lines[i]] + lines[j:])
+
+
+def delete_line(draw: Draw, data: bytes) -> bytes:
+    lines = _lines(data)
+    if not lines:
+        return data
+    i = draw(st.integers(0, len(lines) - 1))
+    return b"".join(lines[:i] + lines[i + 1:])
+
+
+def swap_lines(draw: Draw, data: bytes) -> bytes:
+    lines = _lines(data)
+    if len(lines) < 2:
+        return data
+    i, j = draw(st.integers(0, len(lines) - 1)), draw(st.integers(0, len(lines) - 1))
+    lines[i], lines[j] = lines[j], lines[i]
+    return b"".join(lines)
+
+
+def swap_tokens(draw: Draw, data: bytes) -> bytes:
+    """Two words/numbers exchanged (an argument order mistake, a name where a number belongs)."""
+    spans = [m.span() for m in _TOKEN.finditer(data)]
+    if len(spans) < 2:
+        return data
+    i, j = sorted((draw(st.integers(0, len(spans) - 1)), draw(st.integers(0, len(spans) - 1))))
+    if i == j:
+        return data
+    (a0, a1), (b0, b1) = spans[i], spans[j]
+    return data[:a0] + data[b0:b1] + data[a1:b0] + data[a0:a1] + data[b1:]
+
+
+def delete_token(draw: Draw, data: bytes) -> bytes:
+    spans = [m.span() for m in _TOKEN.finditer(data)]
+    if not spans:
+        return data
+    start, end = spans[draw(st.integers(0, len(spans) - 1))]
+    return data[:start] + data[end:]
+
+
+BYTE_MUTATORS: tuple[Mutator, ...] = (flip_byte, truncate, insert_junk, insert_invalid_utf8, overwrite_word,
+                                      delete_span)
+TEXT_MUTATORS: tuple[Mutator, ...] = (flip_byte, truncate, insert_junk, insert_invalid_utf8, replace_number,
+                                      replace_number, insert_number, duplicate_line, delete_line, swap_lines,
+                                      swap_tokens, delete_token)
+
+
+def mutated(seed: bytes, mutators: tuple[Mutator, ...], max_steps: int = 3) -> st.SearchStrategy[bytes]:
+    """``seed`` after one to ``max_steps`` mutations drawn from ``mutators``."""
+
+    @st.composite
+    def build(draw: Draw) -> bytes:
+        data = seed
+        for _ in range(draw(st.integers(1, max_steps))):
+            data = draw(st.sampled_from(mutators))(draw, data)
+        return data
+
+    return build()
+
+
+# ---- structured protobuf mutators ---------------------------------------------------------------------------
+_INT_RANGES = {
+    FieldDescriptor.TYPE_INT32: (-(1 << 31), (1 << 31) - 1), FieldDescriptor.TYPE_SINT32: (-(1 << 31), (1 << 31) - 1),
+    FieldDescriptor.TYPE_SFIXED32: (-(1 << 31), (1 << 31) - 1), FieldDescriptor.TYPE_ENUM: (-(1 << 31), (1 << 31) - 1),
+    FieldDescriptor.TYPE_UINT32: (0, (1 << 32) - 1), FieldDescriptor.TYPE_FIXED32: (0, (1 << 32) - 1),
+    FieldDescriptor.TYPE_INT64: (-(1 << 63), (1 << 63) - 1), FieldDescriptor.TYPE_SINT64: (-(1 << 63), (1 << 63) - 1),
+    FieldDescriptor.TYPE_SFIXED64: (-(1 << 63), (1 << 63) - 1),
+    FieldDescriptor.TYPE_UINT64: (0, (1 << 64) - 1), FieldDescriptor.TYPE_FIXED64: (0, (1 << 64) - 1),
+    FieldDescriptor.TYPE_BOOL: (0, 1),
+}
+_FLOATS = (FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_DOUBLE)
+
+
+def _is_repeated(fd: FieldDescriptor) -> bool:
+    repeated = getattr(fd, "is_repeated", None)  # protobuf >= 6 (upb) dropped ``label``
+    return bool(repeated) if repeated is not None else fd.label == FieldDescriptor.LABEL_REPEATED
+
+
+def set_fields(msg: Message) -> list[tuple[Message, FieldDescriptor]]:
+    """Every (message, field) that is set, depth first; repeated message fields count once and recurse."""
+    out: list[tuple[Message, FieldDescriptor]] = []
+    for fd, value in msg.ListFields():
+        out.append((msg, fd))
+        if fd.type == FieldDescriptor.TYPE_MESSAGE:
+            for sub in (value if _is_repeated(fd) else [value]):
+                if hasattr(sub, "ListFields"):  # map entries are plain dict-like containers
+                    out.extend(set_fields(sub))
+    return out
+
+
+def _scalar(draw: Draw, fd: FieldDescriptor, old: Any, strings: list[str]) -> Any:
+    if fd.type in _INT_RANGES:
+        lo, hi = _INT_RANGES[fd.type]
+        value = draw(st.one_of(st.sampled_from(INTERESTING_INTS), st.integers(-1000, 1000)))
+        value = min(max(value, lo), hi)
+        return bool(value) if fd.type == FieldDescriptor.TYPE_BOOL else value
+    if fd.type in _FLOATS:
+        return draw(st.one_of(st.sampled_from(INTERESTING_FLOATS), st.floats(-1e6, 1e6)))
+    if fd.type == FieldDescriptor.TYPE_STRING:
+        return draw(st.one_of(st.just(""), st.sampled_from(strings or [""]), st.text(max_size=8)))
+    if fd.type == FieldDescriptor.TYPE_BYTES:
+        raw = bytes(old) if isinstance(old, (bytes, bytearray)) else b""
+        return draw(st.one_of(st.just(b""), st.integers(0, len(raw)).map(lambda n: raw[:n]),
+                              st.binary(max_size=16).map(lambda junk: raw + junk)))
+    return old
+
+
+def mutate_message(draw: Draw, msg: Message) -> None:
+    """One structured change in place: a scalar set to a boundary value, a repeated entry dropped, doubled or
+    swapped, or a field cleared. Values protobuf itself refuses (a closed enum's unknown value) are skipped."""
+    fields = set_fields(msg)
+    if not fields:
+        return
+    parent, fd = fields[draw(st.integers(0, len(fields) - 1))]
+    strings = [getattr(m, f.name) for m, f in fields[:200]
+               if f.type == FieldDescriptor.TYPE_STRING and not _is_repeated(f)]
+    action = draw(st.sampled_from(("set", "set", "set", "clear", "drop", "double", "swap")))
+    try:
+        if action == "clear":
+            parent.ClearField(fd.name)
+        elif _is_repeated(fd):
+            items = getattr(parent, fd.name)
+            if len(items) == 0 or getattr(fd, "message_type", None) and fd.message_type.GetOptions().map_entry:
+                return
+            i = draw(st.integers(0, len(items) - 1))
+            if action == "drop":
+                del items[i]
+            elif action == "double":
+                if fd.type == FieldDescriptor.TYPE_MESSAGE:
+                    items.add().CopyFrom(items[i])
+                else:
+                    items.append(items[i])
+            elif action == "swap" and len(items) > 1:
+                j = draw(st.integers(0, len(items) - 1))
+                if fd.type == FieldDescriptor.TYPE_MESSAGE:
+                    a, b = type(items[i])(), type(items[j])()
+                    a.CopyFrom(items[i])
+                    b.CopyFrom(items[j])
+                    items[i].CopyFrom(b)
+                    items[j].CopyFrom(a)
+                else:
+                    items[i], items[j] = items[j], items[i]
+            elif fd.type != FieldDescriptor.TYPE_MESSAGE:
+                items[i] = _scalar(draw, fd, items[i], strings)
+        elif fd.type != FieldDescriptor.TYPE_MESSAGE:
+            setattr(parent, fd.name, _scalar(draw, fd, getattr(parent, fd.name), strings))
+    except (ValueError, TypeError):
+        return  # protobuf refuses the value for this field's type: no mutation this step
+
+
+def mutated_message(seed: Message, max_steps: int = 3) -> st.SearchStrategy[Message]:
+    """A copy of ``seed`` after one to ``max_steps`` structured mutations."""
+
+    @st.composite
+    def build(draw: Draw) -> Message:
+        msg = type(seed)()
+        msg.CopyFrom(seed)
+        for _ in range(draw(st.integers(1, max_steps))):
+            mutate_message(draw, msg)
+        return msg
+
+    return build()

@@ -1,0 +1,112 @@
+"""Every reader survives mutated real files: accepted, or refused with our one-line error naming the file.
+
+``ROBUSTNESS_EXAMPLES`` (default 1000; the regress levels set it) is the total over all formats, split evenly.
+Derandomized unless ``FUZZ_SEED`` is set. Crashes found and fixed stay fixed as the explicit reproducers at
+the end of this file.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+
+from golden import budget
+from regressions.robustness import throughput
+from regressions.robustness.formats import FORMATS, MAX_MEMORY, Crash, Format, Seed, check, materialise
+
+TOTAL_EXAMPLES = int(os.environ.get("ROBUSTNESS_EXAMPLES", "1000"))
+PER_FORMAT = max(1, TOTAL_EXAMPLES // len(FORMATS))
+FUZZ_SEED = os.environ.get("FUZZ_SEED", "").strip()
+
+
+@dataclass(frozen=True)
+class Case:
+    """A mutated file; prints as seed + size + digest, not as megabytes of bytes."""
+
+    seed: Seed
+    data: bytes
+
+    def __repr__(self) -> str:
+        digest = hashlib.sha1(self.data).hexdigest()[:10]
+        return f"Case({self.seed.label!r}, {len(self.data)} bytes, sha1 {digest})"
+
+
+@pytest.fixture(scope="session")
+def seed_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("robustness-seeds")
+
+
+@pytest.fixture(autouse=True)
+def memory_budget():
+    """Mutated sizes are checked against a small budget instead of the default half of the RAM."""
+    budget.set_max_memory(MAX_MEMORY)
+    yield
+    budget.set_max_memory(None)
+
+
+_SEEDS: dict[str, list[Seed]] = {}
+
+
+def seeds_of(fmt: Format, seed_dir: Path) -> list[Seed]:
+    if fmt.name not in _SEEDS:
+        try:
+            _SEEDS[fmt.name] = fmt.seeds(seed_dir)
+        except FileNotFoundError as exc:
+            pytest.skip(f"{fmt.name}: seed files not found ({exc.filename}; set NVDLA_TRACES)")
+    if not _SEEDS[fmt.name]:
+        pytest.skip(f"{fmt.name}: no seed files (NVDLA traces not found; set NVDLA_TRACES)")
+    return _SEEDS[fmt.name]
+
+
+def run_case(fmt: Format, case: Case, directory: Path, *, timed: bool = True) -> str | None:
+    """Materialise and parse one mutated file (timed for the throughput summary); the directory is kept
+    when the reader crashes."""
+    start = time.perf_counter()
+    path = materialise(directory, fmt, case.seed, case.data)
+    try:
+        message = check(fmt, path)
+    except Crash:
+        raise
+    except Exception as exc:
+        raise Crash(f"{fmt.name} ({case!r}): {type(exc).__name__}: {exc} -- input kept at {path}") from exc
+    if timed:
+        throughput.record(fmt.name, time.perf_counter() - start, message is not None)
+    shutil.rmtree(directory, ignore_errors=True)
+    return message
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_reader_survives_mutations(name: str, seed_dir: Path, tmp_path: Path) -> None:
+    fmt = FORMATS[name]
+    seeds = seeds_of(fmt, seed_dir)
+    counter = iter(range(1 << 62))
+    cases = st.sampled_from(seeds).flatmap(lambda s: fmt.mutations(s).map(lambda data: Case(s, data)))
+
+    @settings(max_examples=PER_FORMAT, deadline=None, database=None, derandomize=not FUZZ_SEED,
+              suppress_health_check=list(HealthCheck))
+    @given(case=cases)
+    def mutated(case: Case) -> None:
+        run_case(fmt, case, tmp_path / f"example{next(counter)}")
+
+    if FUZZ_SEED:
+        mutated = seed(int(FUZZ_SEED, 0))(mutated)
+    start = time.perf_counter()
+    try:
+        mutated()
+    finally:
+        throughput.record_wall(name, time.perf_counter() - start)
+
+
+def test_seed_files_are_accepted(seed_dir: Path, tmp_path: Path) -> None:
+    """The unmutated seeds parse: otherwise every mutation would be refused for the seed's own sake."""
+    for fmt in FORMATS.values():
+        seeds = _SEEDS.get(fmt.name) or fmt.seeds(seed_dir)
+        for i, s in enumerate(seeds):
+            assert run_case(fmt, Case(s, s.data), tmp_path / f"{fmt.name}{i}", timed=False) is None, (fmt.name, s.label)
