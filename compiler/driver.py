@@ -23,9 +23,14 @@ from compiler.passes.memplan import memplan
 from compiler.passes.partition import partition
 from compiler.passes.quantize import quantize
 from compiler.passes.split_conv import split_conv
+from golden.budget import MemoryBudgetError, check_size
 from golden.config import PRESETS, get_config
 
 DEFAULT_CALIB_RANDOM = 32
+#: Bytes per value of the float reference run calibration keeps for every tensor (float64).
+FLOAT_BYTES = 8
+#: Python objects of one calibration sample (a dict, array headers), besides its data.
+SAMPLE_OVERHEAD = 512
 QUANT_MODES = ("per-kernel", "per-filter")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".pgm", ".ppm", ".bmp")
 
@@ -39,6 +44,38 @@ PIPELINE = [
     ("split_conv", split_conv),
     ("memplan", memplan),
 ]
+
+
+def _elements(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def check_model_sizes(g: Graph) -> None:
+    """Every tensor and weight of ``g``, and one float run over all of them (what calibration keeps), within
+    the memory budget: a model declaring a 20000x20000 layer is refused naming the tensor, before its
+    activations are allocated."""
+    total = 0
+    try:
+        for t, shape in g.shapes.items():
+            nbytes = check_size(f"tensor {t!r} {list(shape)} (float64)", _elements(shape) * FLOAT_BYTES)
+            total = check_size("the float run of all tensors (calibration)", total + nbytes)
+        for t, value in g.consts.items():
+            nbytes = check_size(f"weight {t!r} {list(value.shape)} (float64)", value.size * FLOAT_BYTES)
+            total = check_size("the float run of all tensors and weights (calibration)", total + nbytes)
+    except MemoryBudgetError as exc:
+        raise CompileError(g.source, str(exc)) from None
+
+
+def check_calibration(g: Graph, samples: int, option: str) -> None:
+    """``samples`` calibration inputs (each kept until calibration ends) within the memory budget."""
+    per = sum(_elements(g.shapes[t]) * 4 + SAMPLE_OVERHEAD for t in g.inputs)
+    try:
+        check_size(f"{option}: {samples} samples of {per} bytes", samples * per)
+    except MemoryBudgetError as exc:
+        raise CompileError(g.source, str(exc)) from None
 
 
 def random_inputs(g: Graph, n: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
@@ -134,6 +171,7 @@ def compile_model(model: Path, *, weights: Path | None = None, config: str, cali
     t0 = time.perf_counter()
     g = load_model(model, weights)
     log(f"loaded {model} ({len(g.nodes)} layers) in {time.perf_counter() - t0:.2f} s")
+    check_model_sizes(g)
     feeds = None
     table = None
     if calib_images is not None:
@@ -141,6 +179,7 @@ def compile_model(model: Path, *, weights: Path | None = None, config: str, cali
     elif calib_random is not None:
         if calib_random < 1:
             raise CompileError("", "--calib-random needs a positive number of samples")
+        check_calibration(g, calib_random, f"--calib-random {calib_random}")
         feeds = random_inputs(g, calib_random)
     if calib_table is not None:
         table = read_calib_table(Path(calib_table))

@@ -21,6 +21,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from dlaio import OutputError, check_output, input_files, write_atomic
+from golden.budget import MemoryBudgetError, parse_size, set_max_memory
 from golden.config import PRESETS
 from runtime.inputs import (
     IMAGE_SUFFIXES,
@@ -223,13 +224,13 @@ class UserError(Exception):
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [UserError, InputError, OutputError]
+    errors: list[type[BaseException]] = [UserError, InputError, OutputError, MemoryBudgetError]
     try:  # a broken install must still end in one line, not in a traceback from this except clause
         from compiler.errors import CompileError
         from runtime.loadable import ExecutionError, LoadableError
         from runtime.nvdla.run import NvdlaRunError
     except ImportError:
-        return (UserError, InputError, OutputError, ImportError)
+        return (UserError, InputError, OutputError, MemoryBudgetError, ImportError)
     return (*errors, CompileError, LoadableError, ExecutionError, NvdlaRunError)
 
 
@@ -518,6 +519,20 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _memory_size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _max_memory_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-memory", type=_memory_size, metavar="SIZE",
+                        help="memory budget (e.g. 512M, 8G): inputs declaring more (trace memories, data files, "
+                             "loadable regions, model tensors, calibration) are refused in one line (default "
+                             "$DLA_MAX_MEMORY, else half the RAM)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="dla", description="NVDLA co-verification suite")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -559,6 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     rtl.add_argument("--axi-random", type=int, metavar="SEED",
                      help="random AXI timing from SEED: latencies, stalls on every channel, out-of-order reads "
                           "across IDs (default: $DLA_AXI_RANDOM, else off)")
+    _max_memory_option(t)
     t.set_defaults(func=cmd_trace)
 
     c = sub.add_parser("compile", help="compile a Caffe or ONNX model into a loadable")
@@ -576,6 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--emit-trace", metavar="DIR",
                    help="also write one NVDLA trace per DLA task for --input (DIR/<config>/task_*)")
     c.add_argument("--input", metavar="X.npy", help="the input for --emit-trace (float NCHW)")
+    _max_memory_option(c)
     c.set_defaults(func=cmd_compile)
 
     r = sub.add_parser("run", help="run a loadable on inputs and print or save its outputs")
@@ -622,6 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="idle cycles after reset (default 64 for rtl/, 8192 with --rtl-filelist or an NVDLA --dut)")
     rsim.add_argument("--axi-random", type=int, metavar="SEED",
                       help="random AXI timing from SEED (as for dla trace; default: $DLA_AXI_RANDOM, else off)")
+    _max_memory_option(r)
     r.set_defaults(func=cmd_run)
 
     i = sub.add_parser("inspect", help="print what a loadable holds: regions, tensors, tasks, memory plan")
@@ -634,6 +652,9 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(signal, "SIGPIPE") and argv is None:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `dla trace ... | head` ends quietly
     args = build_parser().parse_args(argv)
+    if getattr(args, "max_memory", None) is not None:
+        set_max_memory(args.max_memory)
+        os.environ["DLA_MAX_MEMORY"] = str(args.max_memory)  # -j workers and simulators inherit it
     if getattr(args, "target", None) and args.target not in known_targets():
         print(f"dla: unknown target {args.target!r} (known: {', '.join(known_targets())})", file=sys.stderr)
         return 2

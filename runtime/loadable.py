@@ -15,6 +15,7 @@ a bad file fails at load with one line naming it.
 """
 from __future__ import annotations
 
+import stat
 import struct
 import zlib
 from pathlib import Path
@@ -24,6 +25,7 @@ from google.protobuf.message import DecodeError
 
 from compiler.proto import loadable_pb2 as pb
 from dlaio import write_atomic
+from golden.budget import MemoryBudgetError, check_size
 from golden.config import get_config
 from golden.regs import register_map
 
@@ -119,7 +121,13 @@ def read_loadable(path: Path | str, *, validate: bool = True) -> pb.Loadable:
     """Read, check and decode a loadable; every problem is a one-line ``LoadableError`` naming ``path``."""
     path = Path(path)
     try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            raise LoadableError(path, "is not a regular file (a device or FIFO), not a loadable")
+        check_size("loadable file", st.st_size)
         data = path.read_bytes()
+    except MemoryBudgetError as exc:
+        raise LoadableError(path, str(exc)) from None
     except FileNotFoundError:
         raise LoadableError(path, "no such file") from None
     except IsADirectoryError:
@@ -145,7 +153,13 @@ def check_loadable(msg: pb.Loadable, path: Path | str = "<loadable>") -> None:
     regmap = register_map(hw.address_map)
 
     regions: dict[int, pb.Region] = {}
-    for r in msg.regions:
+    total = 0
+    for i, r in enumerate(msg.regions):
+        try:  # every region is allocated when the loadable runs: bound them before anything is
+            check_size(f"regions[{i}].size (region {r.id} {r.name!r})", r.size)
+            total = check_size(f"sum of regions[0..{i}].size", total + r.size)
+        except MemoryBudgetError as exc:
+            fail(str(exc))
         if r.id in regions:
             fail(f"region id {r.id} ({r.name!r}) is used twice")
         regions[r.id] = r

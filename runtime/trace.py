@@ -16,6 +16,7 @@ from typing import Iterable, Iterator, Union
 
 import numpy as np
 
+from golden.budget import MemoryBudgetError, check_size, format_size
 from golden.errors import RegisterError
 from golden.regs import RegisterMap
 
@@ -27,6 +28,11 @@ INTR_BITS = {
 MEM_NAMES = {"1": "pri_mem", "pri_mem": "pri_mem", "2": "sec_mem", "sec_mem": "sec_mem"}
 #: mem_init fill patterns.
 FILL_PATTERNS = {"ALL_ZERO": 0x00, "ALL_ONE": 0xFF, "ALL_F": 0xFF}
+#: Addresses and sizes at or above 2^40 (1 TiB) are typos or attacks, not memories any NVDLA config has.
+MAX_EXTENT = 1 << 40
+#: Bytes of parser state per byte of trace or data text (the text, tokens, int64 offsets and values):
+#: a text file is refused before it is read when this many times its size exceeds the memory budget.
+TEXT_EXPANSION = 8
 
 
 class TraceError(Exception):
@@ -181,6 +187,43 @@ def _file_kind(path: Path) -> str:
     return "of an unknown kind"
 
 
+# ---- reading text files within the memory budget --------------------------------------------------------
+def read_trace_text(path: Path, what: str) -> str:
+    """The text of a trace or data file, refused (``TraceError`` naming it) before reading when it is not a
+    regular file (``/dev/zero`` or a FIFO would never end) or when parsing it would exceed the memory budget."""
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else (
+                "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a file")
+            raise TraceError(path, 0, f"{what} is {kind}, not a regular file")
+        check_size(f"parsing {what} of {format_size(st.st_size)} (~{TEXT_EXPANSION}x its size)",
+                   st.st_size * TEXT_EXPANSION)
+        return path.read_text()
+    except MemoryBudgetError as exc:
+        raise TraceError(path, 0, str(exc)) from None
+    except OSError as exc:
+        raise TraceError(path, 0, f"cannot read {what}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise TraceError(path, 0, f"{what} is not text ({exc.reason} at byte {exc.start})") from None
+
+
+def parse_extent(tok: str, path: Path, line: int, what: str, *, allocates: bool = False) -> int:
+    """A base address or size: a number in [0, 2^40); a size the player allocates (``allocates``) must
+    also fit the memory budget, checked here so the error names file:line before anything runs."""
+    value = _number(tok, path, line, what)
+    if value < 0:
+        raise TraceError(path, line, f"{what} {value} is negative")
+    if value >= MAX_EXTENT:
+        raise TraceError(path, line, f"{what} {value:#x} is beyond 2^40 (1 TiB): no DLA memory is that large")
+    if allocates:
+        try:
+            check_size(what, value)
+        except MemoryBudgetError as exc:
+            raise TraceError(path, line, str(exc)) from None
+    return value
+
+
 # ---- .cfg parsing -------------------------------------------------------------------------------------
 _CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*;?\s*(//.*)?$")
 
@@ -229,10 +272,7 @@ def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
     """Parse a ``.cfg`` trace. Register names resolve against ``regmap``; data paths against the
     trace's directory. Raises ``TraceError`` with file:line on any malformed line."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise TraceError(path, 0, f"cannot read trace: {exc.strerror or exc}") from None
+    text = read_trace_text(path, "trace")
     trace = Trace(name or path.parent.name, path)
     cmds = trace.commands
     for lineno, raw in enumerate(text.splitlines(), 1):
@@ -275,18 +315,18 @@ def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
             cmds.append(PollRegEqual(lineno, nm, addr, _number(args[1], path, lineno, nm)))
         elif op == "mem_init":
             if len(args) == 3:  # mem_init(mem, base, "file")
-                cmds.append(MemLoad(lineno, _mem(args[0], path, lineno), _number(args[1], path, lineno, "base"),
+                cmds.append(MemLoad(lineno, _mem(args[0], path, lineno), parse_extent(args[1], path, lineno, "mem_init base"),
                                     path.parent / _string(args[2], path, lineno)))
                 continue
             need(4)
             pattern = args[3].strip()
             if pattern not in FILL_PATTERNS:
                 raise TraceError(path, lineno, f"unknown mem_init pattern {pattern!r} (known: {', '.join(FILL_PATTERNS)})")
-            cmds.append(MemInit(lineno, _mem(args[0], path, lineno), _number(args[1], path, lineno, "base"),
-                                _number(args[2], path, lineno, "size"), FILL_PATTERNS[pattern]))
+            cmds.append(MemInit(lineno, _mem(args[0], path, lineno), parse_extent(args[1], path, lineno, "mem_init base"),
+                                parse_extent(args[2], path, lineno, "mem_init size", allocates=True), FILL_PATTERNS[pattern]))
         elif op == "mem_load":
             need(3)
-            cmds.append(MemLoad(lineno, _mem(args[0], path, lineno), _number(args[1], path, lineno, "base"),
+            cmds.append(MemLoad(lineno, _mem(args[0], path, lineno), parse_extent(args[1], path, lineno, "mem_load base"),
                                 path.parent / _string(args[2], path, lineno)))
         elif op == "intr_notify":
             need(2)
@@ -299,12 +339,14 @@ def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
         elif op == "check_crc":
             need(5)
             cmds.append(CheckCrc(lineno, args[0].strip(), _mem(args[1], path, lineno),
-                                 _number(args[2], path, lineno, "base"), _number(args[3], path, lineno, "size"),
+                                 parse_extent(args[2], path, lineno, "check_crc base"),
+                                 parse_extent(args[3], path, lineno, "check_crc size", allocates=True),
                                  _number(args[4], path, lineno, "crc")))
         elif op == "check_file":
             need(5)
             cmds.append(CheckFile(lineno, args[0].strip(), _mem(args[1], path, lineno),
-                                  _number(args[2], path, lineno, "base"), _number(args[3], path, lineno, "size"),
+                                  parse_extent(args[2], path, lineno, "check_file base"),
+                                  parse_extent(args[3], path, lineno, "check_file size", allocates=True),
                                   path.parent / _string(args[4], path, lineno)))
         elif op == "check_nothing":
             need(1)
@@ -328,10 +370,7 @@ _DAT_ENTRY = re.compile(
 def parse_dat(path: Path | str) -> tuple[np.ndarray, np.ndarray]:
     """Parse a ``.dat`` payload file into (offsets, bytes): byte i of an entry goes to offset + i."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise TraceError(path, 0, f"cannot read data file: {exc.strerror or exc}") from None
+    text = read_trace_text(path, "data file")
     offs: list[np.ndarray] = []
     vals: list[np.ndarray] = []
     for m in _DAT_ENTRY.finditer(text):
@@ -437,7 +476,7 @@ def find_traces(root: Path | str, txn: bool = False) -> list[Path]:
     directory without ``.cfg`` files contributes its nvdlav1 ``*.txn`` files (``input.txn``, runtime/txn.py);
     off by default because most callers parse what they find with ``parse_cfg``."""
     root = Path(root)
-    if root.is_file():
+    if root.exists() and not root.is_dir():  # a file, or a device/FIFO that parsing refuses with its name
         return [root]
     suffixes = (".cfg", ".txn") if txn else (".cfg",)
     dirs = {Path(d) for d, files in _walk_following_links(root) if any(f.endswith(suffixes) for f in files)}

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from golden.regs import RegisterMap
-from runtime.trace import Cmd, RegWrite, Trace, TraceError
+from runtime.trace import Cmd, RegWrite, Trace, TraceError, parse_extent, read_trace_text
 
 #: nvdlav1 CSB word addresses carry this prefix (``0xffff0000 | byte >> 2``).
 CSB_WORD_PREFIX = 0xFFFF0000
@@ -122,10 +122,7 @@ def parse_txn_data(path: Path | str) -> bytes:
     ``0x`` is a byte line; the rest (headers, separators, trailers, ``#`` comments) is skipped.
     A ``Data_size`` header, when present, must match the byte count."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise TraceError(path, 0, f"cannot read data file: {exc.strerror or exc}") from None
+    text = read_trace_text(path, "data file")
     out = bytearray()
     declared: tuple[int, int] | None = None  # (Data_size, line)
     for lineno, raw in enumerate(text.splitlines(), 1):
@@ -182,10 +179,7 @@ def parse_txn(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
     ``regmap``; data files are read and checked now, so any malformed input is a ``TraceError`` naming
     ``file:line`` before anything runs."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise TraceError(path, 0, f"cannot read trace: {exc.strerror or exc}") from None
+    text = read_trace_text(path, "trace")
     plusargs = parse_plusargs(path.parent / PLUSARGS_FILE)
     retries = 0
     if "read_reg_poll_retries" in plusargs:
@@ -238,8 +232,8 @@ def parse_txn(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
         elif op == "wait":
             cmds.append(Wait(lineno))
         else:  # load_mem / dump_mem
-            base = _number(args[0], path, lineno, "address")
-            size = _number(args[1], path, lineno, "size")
+            base = parse_extent(args[0], path, lineno, f"{op} address")
+            size = parse_extent(args[1], path, lineno, f"{op} size", allocates=True)
             file, payload = data(args[2], size, op)
             cls = LoadMem if op == "load_mem" else DumpMem
             cmds.append(cls(lineno, memory_for(base), base, size, file, payload))

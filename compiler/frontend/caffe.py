@@ -23,6 +23,7 @@ from compiler.errors import CompileError, node_where
 from compiler.frontend import non_finite
 from compiler.ir import Graph, Node, Shape, infer_shapes
 from compiler.proto import caffe_pb2 as pb
+from golden.budget import MemoryBudgetError, check_size
 
 # V1 enum -> the string type Caffe uses since 2015 (so one converter handles both forms).
 V1_TYPES: dict[str, str] = {
@@ -274,6 +275,11 @@ class _Converter:
         elif layer.blobs:
             src, origin = layer.blobs, self.source
         if src is None:
+            values = sum(int(np.prod(shp, dtype=object)) for _, shp in expected)
+            try:  # random weights are drawn in float64: bound them before drawing
+                check_size(f"random {', '.join(f'{n} {list(shp)}' for n, shp in expected)}", values * 8)
+            except MemoryBudgetError as exc:
+                raise self.err(str(exc)) from None
             arrays = fill(self.rng())
             return [np.asarray(a, dtype=np.float32).reshape(s) for a, (_, s) in zip(arrays, expected)]
         if len(src) != len(expected):

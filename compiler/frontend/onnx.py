@@ -21,6 +21,7 @@ from onnx import helper, numpy_helper
 from compiler.errors import CompileError, node_where
 from compiler.frontend import non_finite
 from compiler.ir import Graph, Node, Shape, infer_shapes
+from golden.budget import MemoryBudgetError, check_size
 
 _FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16}
 # Ops never folded even with constant inputs: their value is not a function of the inputs.
@@ -239,6 +240,7 @@ class _Importer:
             self._fold(node)
             return
         conv = _CONVERTERS.get(node.op_type)
+            self._check_fold_size(node)
         if conv is None:
             raise self.err(node, "unsupported op")
         try:
@@ -270,6 +272,29 @@ class _Importer:
     def _fold(self, node: onnx.NodeProto) -> None:
         """Evaluate an all-constant node once with ONNX's reference evaluator."""
         from onnx.reference import ReferenceEvaluator
+    def _check_fold_size(self, node: onnx.NodeProto) -> None:
+        """Refuse, before evaluating it, a constant whose size comes from values rather than from the file
+        (``ConstantOfShape([20000, 20000])`` is a few bytes of model and 3 GB of array)."""
+        values = [self.raw[t] for t in node.input if t]
+        try:
+            if node.op_type == "ConstantOfShape":
+                dims = [int(d) for d in np.asarray(values[0]).reshape(-1)]
+            elif node.op_type == "Expand" and len(values) == 2:
+                dims = list(np.broadcast_shapes(values[0].shape, tuple(int(d) for d in np.asarray(values[1]).reshape(-1))))
+            elif node.op_type == "Tile" and len(values) >= 2:
+                dims = [int(a) * int(b) for a, b in zip(values[0].shape, np.asarray(values[1]).reshape(-1))]
+            else:
+                return
+        except (ValueError, TypeError):
+            return  # a malformed node: the evaluator words the error
+        n = 1
+        for d in dims:
+            n *= max(d, 0)
+        try:
+            check_size(f"constant of shape {dims} (float64)", n * 8)
+        except MemoryBudgetError as exc:
+            raise self.err(node, str(exc)) from None
+
 
         names = list(dict.fromkeys(t for t in node.input if t))
         inputs = [helper.make_tensor_value_info(t, helper.np_dtype_to_tensor_dtype(self.raw[t].dtype),

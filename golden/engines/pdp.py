@@ -41,7 +41,7 @@ The layout/DMA helpers at the bottom are shared with ``cdp.py``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -504,13 +504,13 @@ def run(ctx: OpContext) -> None:
         space, base, in_layout = feature_cube(
             ctx.hw, ctx.mem, rdma, "SRC", "D_SRC_RAM_CFG", channels, height, width, dtype  # type: ignore[arg-type]
         )
-        x = read_cube(space, base, in_layout, signed=dtype != "fp16")
-        if dtype == "fp16":
-            for part in parts:  # every atom the RDMA fetches, split overlaps again
-                nan, inf = nan_inf_counts(x[:, :, part.in_start : part.in_start + part.in_width])
-                nan_in, inf_in = nan_in + nan, inf_in + inf
-            if pdp.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO:
-                x = np.where(((x & 0x7C00) == 0x7C00) & ((x & 0x3FF) != 0), 0, x)
+        if in_layout.padded_channels * height * width > CHUNK_ELEMENTS:
+            counts = _run_in_blocks(ctx, pdp, pool_cfg, parts, space, base, in_layout, out_height, out_width, dtype)
+            if counts is not None:
+                for name, value in zip(("D_NAN_INPUT_NUM", "D_INF_INPUT_NUM", "D_NAN_OUTPUT_NUM"), counts):
+                    ctx.report("PDP", name, value)
+                return None
+        x, nan_in, inf_in = _screen_fp16(read_cube(space, base, in_layout, signed=dtype != "fp16"), pdp, parts, dtype)
 
     out = np.empty((in_layout.padded_channels, out_height, out_width), dtype=np.int64)
     for part in parts:
@@ -527,6 +527,82 @@ def run(ctx: OpContext) -> None:
     ctx.report("PDP", "D_INF_INPUT_NUM", inf_in)
     ctx.report("PDP", "D_NAN_OUTPUT_NUM", nan_out)
     return None
+
+
+def _screen_fp16(x: np.ndarray, pdp: RegView, parts: list[Split], dtype: str) -> tuple[np.ndarray, int, int]:
+    """(x with NaNs flushed when D_NAN_FLUSH_TO_ZERO asks, NaN inputs, Inf inputs) of fetched rows; fp16 only."""
+    nan_in = inf_in = 0
+    if dtype != "fp16":
+        return x, 0, 0
+    for part in parts:  # every atom the RDMA fetches, split overlaps again
+        nan, inf = nan_inf_counts(x[:, :, part.in_start : part.in_start + part.in_width])
+        nan_in, inf_in = nan_in + nan, inf_in + inf
+    if pdp.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO:
+        x = np.where(((x & 0x7C00) == 0x7C00) & ((x & 0x3FF) != 0), 0, x)
+    return x, nan_in, inf_in
+
+
+#: Input elements (held as int64, several copies while pooling) above which a cube from memory is pooled one
+#: surface and a band of output rows at a time: a legal 2048x2048x64 cube is 256 MiB of int8 but would be
+#: gigabytes of int64 in one pass. Bands are bit-exact: each output row only reads its own window's rows.
+CHUNK_ELEMENTS = 1 << 21
+
+
+def _run_in_blocks(ctx: OpContext, pdp: RegView, cfg: Pooling, parts: list[Split], space, base: int,
+                   in_layout: CubeLayout, out_height: int, out_width: int,
+                   dtype: str) -> tuple[int, int, int] | None:
+    """Pool a large cube from memory in (surface, band of output rows) blocks, each input row fetched once
+    (rows shared by two bands are kept), and write each block's output. Returns the (NaN in, Inf in, NaN out)
+    counts, or None (nothing done) when input and output overlap in memory: then one pass must read it all
+    before anything is written."""
+    channels, height, width, atom = in_layout.channels, in_layout.height, in_layout.width, in_layout.atom
+    out_space, out_base, out_layout = feature_cube(
+        ctx.hw, ctx.mem, pdp, "DST", "D_DST_RAM_CFG", channels, out_height, out_width, dtype  # type: ignore[arg-type]
+    )
+    if base < out_base + out_layout.span() and out_base < base + in_layout.span():
+        return None
+    kh, sh, pt = cfg.kernel_height, cfg.stride_height, cfg.pad_top
+    _, row_ok = _taps(out_height, kh, sh, pt, height)
+    for part in parts:  # the checks pool() makes, for the whole cube before the first block is written
+        _, col_ok = _taps(part.out_width, cfg.kernel_width, cfg.stride_width, part.pad_left, part.in_width)
+        if not (col_ok.any(axis=1).all() and row_ok.any(axis=1).all()):
+            raise ConfigError("PDP.D_POOLING_PADDING_CFG", "a pooling window holds no input data")
+    band = max(1, CHUNK_ELEMENTS // (atom * width * sh))
+    nan_in = inf_in = nan_out = 0
+    for surface in range(in_layout.surfaces):
+        lanes = min(atom, channels - surface * atom)
+        in_surface = base + surface * in_layout.surf_stride
+        held, held_from, fetched = None, 0, 0  # rows [held_from, fetched) of this surface, as int64
+        for oy0 in range(0, out_height, band):
+            oy1 = min(out_height, oy0 + band)
+            first = oy0 * sh - pt  # the band's first window row (negative: top padding)
+            r0 = max(0, first)
+            r1 = height if oy1 == out_height else min(height, (oy1 - 1) * sh - pt + kh)
+            if r1 > fetched:  # fetch every row once, in order, also rows no window uses (as the RDMA does)
+                rows = replace(in_layout, channels=lanes, height=r1 - fetched)
+                new = read_cube(space, in_surface + fetched * in_layout.line_stride, rows, signed=dtype != "fp16")
+                new, nan, inf = _screen_fp16(new, pdp, parts, dtype)
+                nan_in, inf_in = nan_in + nan, inf_in + inf
+                if held is None:
+                    held, held_from = new, fetched
+                else:  # drop the rows above this band's first window
+                    keep = max(held_from, min(r0, fetched))
+                    held, held_from = np.concatenate([held[:, keep - held_from :], new], axis=1), keep
+                fetched = r1
+            x = held[:, r0 - held_from : r1 - held_from]
+            band_cfg = replace(cfg, pad_top=r0 - first)
+            out = np.empty((x.shape[0], oy1 - oy0, out_width), dtype=np.int64)
+            for part in parts:
+                out[:, :, part.out_start : part.out_start + part.out_width] = pool(
+                    x[:, :, part.in_start : part.in_start + part.in_width], band_cfg, oy1 - oy0, part.out_width,
+                    part.pad_left,
+                )
+            if dtype == "fp16":
+                nan_out += nan_inf_counts(out)[0]
+            block = replace(out_layout, channels=lanes, height=oy1 - oy0)
+            write_cube(out_space, out_base + surface * out_layout.surf_stride + oy0 * out_layout.line_stride,
+                       block, out)
+    return nan_in, inf_in, nan_out
 
 
 def _check_flush(pdp: RegView, cfg: Pooling, height: int, last: Split) -> None:

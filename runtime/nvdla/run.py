@@ -15,11 +15,13 @@ loadables are 0.10); ``layout=`` overrides it.
 from __future__ import annotations
 
 import asyncio
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 from dlaio import publish_dir
+from golden.budget import MemoryBudgetError, check_size
 from golden.config import HwConfig
 from runtime.nvdla import fbs
 from runtime.nvdla.dimg import DimgError, encode_dimg, surface_format
@@ -93,7 +95,13 @@ class NvdlaNetwork:
     @classmethod
     def load(cls, path: Path | str, layout: str = "auto") -> "NvdlaNetwork":
         try:
+            st = Path(path).stat()
+            if not stat.S_ISREG(st.st_mode):
+                raise NvdlaRunError(f"{path}: not a regular file")
+            check_size("loadable file", st.st_size)
             buf = Path(path).read_bytes()
+        except MemoryBudgetError as exc:
+            raise NvdlaRunError(f"{path}: {exc}") from None
         except OSError as exc:
             raise NvdlaRunError(f"{path}: {exc.strerror}") from None
         try:
@@ -123,6 +131,13 @@ class NvdlaNetwork:
         self.blobs = {b.name: b for b in ld.blobs}
         if len(self.memories) != len(ld.memories):
             raise self._fail("duplicate memory ids")
+        total = 0
+        for i, m in enumerate(ld.memories):  # each is allocated (a bytearray of its size) when the network runs
+            try:
+                check_size(f"memory_list[{i}].size (memory {m.id})", m.size)
+                total = check_size(f"sum of memory_list[0..{i}].size", total + m.size)
+            except MemoryBudgetError as exc:
+                raise self._fail(str(exc)) from None
         for m in ld.memories:
             if len(m.contents) != len(m.offsets) and m.flags & fbs.MEM_SET:
                 raise self._fail(f"memory {m.id}: {len(m.contents)} contents but {len(m.offsets)} offsets")
