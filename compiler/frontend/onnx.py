@@ -186,7 +186,10 @@ class _Importer:
     def run(self) -> Graph:
         gr = self.model.graph
         for init in gr.initializer:
-            self.raw[init.name] = numpy_helper.to_array(init)
+            try:
+                self.raw[init.name] = numpy_helper.to_array(init)
+            except Exception as e:  # dims that do not match the data, an unknown data type, ...
+                raise CompileError(self.g.source, f"initializer {init.name!r}: {_one_line(e)}") from None
             if why := non_finite(self.raw[init.name]):
                 raise CompileError(self.g.source, f"initializer {init.name!r} {why}")
         for vi in gr.input:
@@ -237,10 +240,10 @@ class _Importer:
             self._fold_shape(node)
             return
         if ins and all(t in self.raw for t in ins) and node.op_type not in _UNFOLDABLE:
+            self._check_fold_size(node)
             self._fold(node)
             return
         conv = _CONVERTERS.get(node.op_type)
-            self._check_fold_size(node)
         if conv is None:
             raise self.err(node, "unsupported op")
         try:
@@ -269,9 +272,6 @@ class _Importer:
         start, end = int(a.get("start", 0)), a.get("end")
         self.raw[node.output[0]] = np.array(s[start : None if end is None else int(end)], dtype=np.int64)
 
-    def _fold(self, node: onnx.NodeProto) -> None:
-        """Evaluate an all-constant node once with ONNX's reference evaluator."""
-        from onnx.reference import ReferenceEvaluator
     def _check_fold_size(self, node: onnx.NodeProto) -> None:
         """Refuse, before evaluating it, a constant whose size comes from values rather than from the file
         (``ConstantOfShape([20000, 20000])`` is a few bytes of model and 3 GB of array)."""
@@ -295,6 +295,9 @@ class _Importer:
         except MemoryBudgetError as exc:
             raise self.err(node, str(exc)) from None
 
+    def _fold(self, node: onnx.NodeProto) -> None:
+        """Evaluate an all-constant node once with ONNX's reference evaluator."""
+        from onnx.reference import ReferenceEvaluator
 
         names = list(dict.fromkeys(t for t in node.input if t))
         inputs = [helper.make_tensor_value_info(t, helper.np_dtype_to_tensor_dtype(self.raw[t].dtype),
