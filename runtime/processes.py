@@ -82,6 +82,23 @@ def die_with_parent(parent: int | None = None, sig: int = signal.SIGKILL) -> Non
         os._exit(128 + int(sig))
 
 
+#: The exec shim of ``dying_with_parent``: PR_SET_PDEATHSIG(SIGKILL) survives ``execve``, so setting it
+#: here, then exec'ing the real program, makes that program die with its starter.
+_SHIM = ("import ctypes, os, sys\n"
+         "try:\n    ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)\nexcept Exception:\n    pass\n"
+         "if os.getppid() != int(sys.argv[1]):\n    os._exit(137)\n"
+         "os.execvp(sys.argv[2], sys.argv[2:])\n")
+
+
+def dying_with_parent(cmd: list[str]) -> list[str]:
+    """``cmd`` behind a small exec shim that first asks for PR_SET_PDEATHSIG, so the program (a simulator)
+    is killed when the process starting it dies, even by SIGKILL; ``cmd`` unchanged off Linux. A shim and
+    not ``preexec_fn``: simulations start from several threads, where ``preexec_fn`` may deadlock."""
+    if not sys.platform.startswith("linux"):
+        return list(cmd)
+    return [sys.executable, "-I", "-S", "-c", _SHIM, str(os.getpid()), *map(str, cmd)]
+
+
 def exit_text(returncode: int | None) -> str:
     """How a child ended, from its return code: "killed by SIGKILL" (negative codes), "exit 3"."""
     if returncode is None:

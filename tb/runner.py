@@ -27,12 +27,15 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
+import types
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from runtime.processes import dying_with_parent, kill_descendants
 from tb import buildcache
 from tb.filelist import FileList, parse_filelist
 from tb.verilator_main import main_digest, main_loop_verilator
@@ -151,6 +154,46 @@ def _ports_only_verilator() -> type:
     return type("_PortsOnlyVerilator", (_PortsOnly, main_loop_verilator()), {})
 
 
+class CommandFailed(RuntimeError):
+    """A simulator or build command ended badly; ``returncode`` is negative when a signal killed it."""
+
+    def __init__(self, returncode: int) -> None:
+        super().__init__(f"Command failed with return code: {returncode}")
+        self.returncode = returncode
+
+
+#: Simulator and build processes running now, from any thread: ``stop_simulations`` ends them.
+_RUNNING: set[subprocess.Popen] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def _execute_cmds(self, cmds, cwd, stdout=None) -> None:
+    """cocotb's ``Runner._execute_cmds``, except that every command dies with this process (even on its
+    ``kill -9``: PR_SET_PDEATHSIG) and can be stopped by ``stop_simulations``."""
+    for cmd in cmds:
+        proc = subprocess.Popen(dying_with_parent([str(c) for c in cmd]), cwd=cwd, env=self.env, stdout=stdout,
+                                stderr=None if stdout is None else subprocess.STDOUT)
+        with _RUNNING_LOCK:
+            _RUNNING.add(proc)
+        try:
+            code = proc.wait()
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(proc)
+        if code != 0:
+            raise CommandFailed(code)
+
+
+def stop_simulations() -> None:
+    """Kill every running simulation and build (and their children): an interrupted run does not wait
+    for them."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for proc in running:
+        kill_descendants(proc.pid)
+        proc.kill()
+
+
 def _runner(simulator: str, visibility: str = "all"):
     simulator_version(simulator)  # raises SimulatorUnavailable
     if simulator == "verilator":  # our main loop (tb.verilator_main) in every Verilator build
@@ -160,6 +203,7 @@ def _runner(simulator: str, visibility: str = "all"):
 
         runner = get_runner(simulator)
     runner.log.setLevel(logging.WARNING)
+    runner._execute_cmds = types.MethodType(_execute_cmds, runner)
     return runner
 
 
@@ -492,6 +536,8 @@ def simulate(build_: Build, jobs: JobFile, directory: Path, *, waves: bool = Fal
         )
     except SystemExit as exc:  # the runner exits on a failing simulator or (under pytest) failing tests
         code = exc.code if isinstance(exc.code, int) else 1
+    except CommandFailed as exc:  # keeps the signal that killed the simulator (a negative code)
+        code = exc.returncode
     except Exception:  # noqa: BLE001 - reported through the missing result files and the log
         code = 1
     return SimRun(directory, code, log, results, time.perf_counter() - start, _cocotb_failures(results))

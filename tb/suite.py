@@ -22,6 +22,7 @@ from typing import Callable, Iterator, Mapping
 
 from golden.config import HwConfig, get_config
 from golden.regs import register_map
+from runtime.processes import exit_text
 from runtime.suite import ERROR, NA, PASS, Outcome, TargetSetupError, trace_name
 from runtime.trace import TraceError
 from runtime.txn import parse_trace
@@ -38,6 +39,7 @@ from tb.runner import (
     build,
     default_build_root,
     simulate,
+    stop_simulations,
     waves_requested,
 )
 
@@ -202,6 +204,8 @@ class _Shard:
     jobs: JobFile
     directory: Path
     future: Future | None = None
+    #: The simulation that plays what this one left unplayed after a signal killed it.
+    replacement: _Shard | None = None
 
 
 def run_suite(jobs: list[tuple[str, str, str]], workers: int = 1, options: Mapping | RtlOptions | None = None,
@@ -266,13 +270,20 @@ def run_suite(jobs: list[tuple[str, str, str]], workers: int = 1, options: Mappi
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for shard in shards:
             shard.future = pool.submit(simulate, shard.build, shard.jobs, shard.directory, waves=waves)
-        for i in range(len(jobs)):
-            if i in decided:
-                out = decided[i]
-            else:
-                out = _wait_for(i, jobs[i], results[i], owner[i], simulator)
-            keep = keep or out.status not in (PASS, NA)
-            yield out
+        try:
+            for i in range(len(jobs)):
+                if i in decided:
+                    out = decided[i]
+                else:
+                    out = _wait_for(i, jobs[i], results[i], owner[i], simulator)
+                    while out is None:  # a killed simulation never reached it: a new one plays the rest
+                        _replace(owner[i], owner, results, pool.submit, waves)
+                        out = _wait_for(i, jobs[i], results[i], owner[i], simulator)
+                keep = keep or out.status not in (PASS, NA)
+                yield out
+        except BaseException:  # Ctrl-C, SIGTERM, an abandoned iterator: end the simulations, do not wait
+            stop_simulations()
+            raise
     if shards:
         if keep:
             report(f"dla: simulation logs{' and waveforms' if waves else ''} in {run_dir}")
@@ -289,8 +300,30 @@ def _finished(shard: _Shard) -> tuple[SimRun | None, str]:
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def _wait_for(i: int, job: tuple[str, str, str], result: Path, shard: _Shard, simulator: str) -> Outcome:
-    """The outcome of job ``i``: its result file, or an ERROR if its simulation ended without one."""
+def _unplayed(shard: _Shard) -> list[TraceJob]:
+    """The shard's traces without a result file, in the order the simulation plays them."""
+    return [t for t in shard.jobs.traces if read_result(t.result) is None]
+
+
+def _replace(shard: _Shard, owner: dict[int, _Shard], results: dict[int, Path],
+             submit: Callable[..., Future], waves: bool) -> None:
+    """Start a simulation of the traces ``shard`` left unplayed when a signal killed it, except the one it
+    was playing (that one is an ERROR naming the signal); once per killed shard."""
+    if shard.replacement is not None:
+        return
+    directory = shard.directory.with_name(shard.directory.name + "-again")
+    rest = [TraceJob(t.index, t.cfg, t.config, t.name, str(directory / f"{t.index}.json"))
+            for t in _unplayed(shard)[1:]]
+    new = _Shard(shard.build, JobFile(shard.jobs.target, shard.jobs.settings, rest), directory)
+    new.future = submit(simulate, new.build, new.jobs, new.directory, waves=waves)
+    shard.replacement = new
+    for t in rest:
+        owner[t.index], results[t.index] = new, Path(t.result)
+
+
+def _wait_for(i: int, job: tuple[str, str, str], result: Path, shard: _Shard, simulator: str) -> Outcome | None:
+    """The outcome of job ``i``: its result file, or an ERROR if its simulation ended without one; None
+    when a signal killed its simulation before it reached this trace (``_replace`` starts a new one)."""
     assert shard.future is not None
     doc = read_result(result)
     while doc is None and not shard.future.done():
@@ -300,7 +333,13 @@ def _wait_for(i: int, job: tuple[str, str, str], result: Path, shard: _Shard, si
         doc = read_result(result)  # written just before the simulator exited
     if doc is None:
         run, why = _finished(shard)
-        detail = f"simulation ended before this trace ran ({why or f'exit {run.returncode}'}; " \
+        if run is not None and run.returncode < 0:
+            unplayed = _unplayed(shard)
+            if unplayed and unplayed[0].index != i:
+                return None
+            return Outcome(trace_name(job[0]), job[0], job[1], simulator, ERROR,
+                           f"simulator {exit_text(run.returncode)} while playing this trace (log {run.log})")
+        detail = f"simulation ended before this trace ran ({why or f'simulator {exit_text(run.returncode)}'}; " \
                  f"log {shard.directory / 'sim.log'})"
         tail = run.log_tail() if run else ""
         if tail:
