@@ -74,6 +74,8 @@ from typing import Callable
 
 import numpy as np
 
+from dlaio import OutputError, check_output, write_atomic
+
 REPO = Path(__file__).resolve().parents[1]
 SIMULATORS = ("verilator", "icarus")
 COMPILE_CONFIGS = ("nv_small", "nv_large", "nv_full")
@@ -709,22 +711,14 @@ def targets_report(results: dict) -> dict:
 
 
 def write_json_atomic(path: Path, doc: dict) -> None:
-    """Write ``doc`` so that a reader (the regression report) never sees a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; the results are for everyone
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``doc`` so that a reader (the regression report) never sees a partial file (dlaio)."""
+    write_atomic(path, json.dumps(doc, indent=2) + "\n")
 
 
 def append_history(path: Path, doc: dict) -> list[dict]:
-    """Append ``doc`` as one line of ``path``; returns every readable run recorded there."""
+    """Append ``doc`` as one line of ``path``; returns every readable run recorded there. Checked like
+    every output first (appending to a FIFO would block, to a device would lose the line)."""
+    check_output(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
         f.write(json.dumps(doc, separators=(",", ":")) + "\n")
@@ -735,6 +729,12 @@ def append_history(path: Path, doc: dict) -> list[dict]:
         except json.JSONDecodeError:
             continue  # a line cut by a concurrent writer
     return runs
+
+
+def _outputs(args: argparse.Namespace) -> list[Path]:
+    """The results, the history and (unless --no-plot) the plots."""
+    plots = [] if args.no_plot else [args.out.with_suffix(".png"), args.out.parent / "history.png"]
+    return [args.out, args.out.parent / "history.jsonl", *plots]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -754,6 +754,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--regress-timeout", type=float, default=3600.0, help="seconds per regression run")
     ap.add_argument("--no-plot", action="store_true")
     args = ap.parse_args(argv)
+    try:  # before the sections run (minutes): every file the bench writes must be writable
+        for out in _outputs(args):
+            check_output(out)
+    except OutputError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
 
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()]  # noqa: E731
     names = select_sections(split(args.only), split(args.skip), args.quick)
@@ -781,25 +787,32 @@ def main(argv: list[str] | None = None) -> int:
     results["targets"] = targets_report(results)
     results["errors"] = errors
 
-    write_json_atomic(args.out, results)
-    print(f"wrote {args.out}")
-    history = append_history(args.out.parent / "history.jsonl", results)
-    if not args.no_plot:
-        from regressions.bench_plot import plot, plot_history
+    unwritten: OutputError | None = None
+    try:  # a file that cannot be written (disk full) still lets the figures below be printed
+        write_json_atomic(args.out, results)
+        print(f"wrote {args.out}")
+        history = append_history(args.out.parent / "history.jsonl", results)
+        if not args.no_plot:
+            from regressions.bench_plot import plot, plot_history
 
-        png = args.out.with_suffix(".png")
-        plot(results, png)
-        print(f"wrote {png}")
-        full_runs = [h for h in history if not h.get("quick")]
-        if len(full_runs) >= 2:
-            plot_history(full_runs, args.out.parent / "history.png")
-            print(f"wrote {args.out.parent / 'history.png'} ({len(full_runs)} runs)")
+            png = args.out.with_suffix(".png")
+            plot(results, png)
+            print(f"wrote {png}")
+            full_runs = [h for h in history if not h.get("quick")]
+            if len(full_runs) >= 2:
+                plot_history(full_runs, args.out.parent / "history.png")
+                print(f"wrote {args.out.parent / 'history.png'} ({len(full_runs)} runs)")
+    except OutputError as exc:
+        unwritten = exc
     for key, t in results["targets"].items():
         if isinstance(t["measured"], (int, float)):
             verdict = "quick run, not judged" if t["met"] is None else ("met" if t["met"] else "MISSED")
             print(f"  {key} = {t['measured']:.3g} (target {t['op']} {t['value']:g}): {verdict}")
     if errors:
         print("sections that could not measure: " + "; ".join(f"{k}: {v}" for k, v in errors.items()), file=sys.stderr)
+    if unwritten is not None:
+        print(f"bench: cannot write {unwritten.path}: {unwritten.reason}", file=sys.stderr)
+        return 2
     return 1 if errors else 0
 
 

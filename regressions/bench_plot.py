@@ -7,10 +7,10 @@ Any key may be missing (a section skipped or failed); its panel then says "not m
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Sequence
+
+from dlaio import write_atomic
 
 #: Engine bars: (label, rate key, ratio key, unit).
 ENGINES = (
@@ -185,21 +185,11 @@ def _panel_machine(ax, r: dict) -> None:
 
 
 def _save(fig, path: Path) -> None:
-    """Render to a temporary file beside ``path`` and rename: readers never see a partial PNG."""
+    """Through the one output writer (dlaio): readers never see a partial PNG, a device is never replaced."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format="png", dpi=100)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, lambda f: fig.savefig(f, format="png", dpi=100))
 
 
 def plot(results: dict, path: Path) -> Path:

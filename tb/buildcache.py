@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
+
+from dlaio import OutputError, write_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 _cache: dict[str, list] | None = None
@@ -78,11 +79,7 @@ def save() -> None:
         return
     path = _path()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".digests.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(_cache, f)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(_cache))
         _dirty = False
-    except OSError:
+    except (OSError, OutputError):
         pass

@@ -8,9 +8,10 @@ is still running and knows exactly which traces never ran if the simulator dies.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from dlaio import write_atomic
 
 #: Environment variable naming the job file of a simulation.
 JOBS_ENV = "DLA_TB_JOBS"
@@ -81,10 +82,7 @@ class JobFile:
 
 def write_json(path: Path | str, doc: dict) -> None:
     """Write ``doc`` so that a reader never sees a partial file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, indent=1, default=str))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(doc, indent=1, default=str))
 
 
 def read_result(path: Path | str) -> dict | None:

@@ -26,13 +26,14 @@ and in the generated headers ``rtl/generated/*.vh`` are left out):
 """
 from __future__ import annotations
 
-import os
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Iterable
+
+from dlaio import write_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 RTL_ROOT = REPO / "rtl"
@@ -108,13 +109,9 @@ def merge_dats(files: Iterable[Path], points: dict[str, int] | None = None) -> t
 
 
 def write_dat(path: Path, points: dict[str, int]) -> None:
-    """Write merged points in Verilator's format (readable by ``verilator_coverage``), atomically."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
-        f.write(HEADER + "\n")
-        for name in sorted(points):
-            f.write(f"C '{name}' {points[name]}\n")
-    os.replace(tmp, path)
+    """Write merged points in Verilator's format (readable by ``verilator_coverage``), atomically (dlaio)."""
+    text = HEADER + "\n" + "".join(f"C '{name}' {points[name]}\n" for name in sorted(points))
+    write_atomic(path, text.encode("utf-8", errors="surrogateescape"))
 
 
 def point_keys(name: str) -> dict[str, str]:
@@ -165,13 +162,13 @@ def annotate(files: dict[str, FileCoverage], out: Path, repo: Path = REPO) -> No
         src = repo / rel
         if not src.is_file():
             continue
-        dst = out / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        with open(src, encoding="utf-8", errors="replace") as f, open(dst, "w", encoding="utf-8") as g:
+        lines = []
+        with open(src, encoding="utf-8", errors="replace") as f:
             for n, text in enumerate(f, start=1):
                 count = cov.lines.get(n)
                 mark = " " * 7 if count is None else (f"%{0:06d}" if count == 0 else f" {min(count, 999999):06d}")
-                g.write(f"{mark} {text}")
+                lines.append(f"{mark} {text}")
+        write_atomic(out / rel, "".join(lines), inputs=[src])
 
 
 def compact(directory: Path, pattern: str, into: Path) -> int:

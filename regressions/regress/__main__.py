@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from dlaio import OutputError, check_output
 from regressions.regress import lists
 from regressions.regress.lists import REPO, ListError
 from regressions.regress.plan import Plan, git_commit
@@ -68,6 +69,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     levels = lists.load_levels(args.lists)
     units = lists.load_units(levels, args.lists)
     out = Path(args.out)
+    check_output(out, kind="dir")  # before any test runs: the report root must be a writable folder
     nodeids, rerun_of, level_name = None, None, args.level
     if args.rerun:
         nodeids, previous = _rerun_nodeids(args.rerun, out)
@@ -136,6 +138,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"regress: {run_dir / 'index.html'}  (latest: {out / 'latest'})")
     if bad:
         print("regress: rerun the failures with `make regress RERUN=failed`")
+    if _unwritten(summary):
+        return 2
     return 130 if interrupted else (1 if bad or summary["not_run"] else 0)
 
 
@@ -150,7 +154,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     summary = write_report(Path(args.run_dir))
     print(f"regress: {Path(args.run_dir) / 'index.html'}: {summary['counts']}")
-    return 0
+    return 2 if _unwritten(summary) else 0
+
+
+def _unwritten(summary: dict) -> bool:
+    """One line per report file that could not be written (after the summary); True if any."""
+    for exc in summary.get("unwritten", []):
+        print(f"regress: cannot write report {exc.path}: {exc.reason}", file=sys.stderr)
+    return bool(summary.get("unwritten"))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -203,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return {"run": cmd_run, "unit": cmd_unit, "report": cmd_report, "list": cmd_list}[args.command](args)
-    except ListError as e:
+    except (ListError, OutputError) as e:
         print(f"regress: {e}", file=sys.stderr)
         return 2
 

@@ -12,6 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from dlaio import write_atomic
 from regressions.regress.lists import REPO
 from regressions.regress.plan import Plan, pytest_command, test_env, workers
 from regressions.regress.results import Record, RecordWriter, read_records, write_junit
@@ -97,5 +98,5 @@ def run_unit(run_dir: Path, unit_id: str, seed: int | None = None, level: str | 
             records = read_records(out)
         write_junit(records, out / "result.xml", {"design_hash": plan.design_hash, "seed": str(plan.seed)})
         meta.update(finished=time.time(), exit=status, tests=len(records))
-        (out / "unit.json").write_text(json.dumps(meta, indent=1))
+        write_atomic(out / "unit.json", json.dumps(meta, indent=1))
     return 0

@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from dlaio import write_atomic
 from regressions.regress.lists import REPO, Level, Unit
 
 PLAN = "plan.json"
@@ -44,9 +45,7 @@ class Plan:
     def write(self, run_dir: Path) -> Path:
         path = run_dir / PLAN
         data = asdict(self)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1))
-        tmp.replace(path)
+        write_atomic(path, json.dumps(data, indent=1))
         return path
 
     @classmethod

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from dlaio import write_atomic
 from regressions.regress.lists import Matcher, Unit
 from regressions.regress.results import Record, RecordWriter
 
@@ -114,7 +115,7 @@ class RegressPlugin:
         for title, content in report.sections:
             parts += ["", f"---- {title} ----", content]
         text = "\n".join(parts)
-        (folder / "log.txt").write_text(text, encoding="utf-8")
+        write_atomic(folder / "log.txt", text)
         # Simulator logs, waveforms and results the failure names (tb keeps each simulation's folder).
         named = sorted({m for m in _PATHS.findall(text) if Path(m).is_file()})
         for i, path in enumerate(named[:MAX_LINKS]):

@@ -11,6 +11,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from dlaio import OutputError, write_atomic
 from regressions.regress.lists import REPO
 from regressions.regress.plan import Plan
 from regressions.regress.results import BAD, OUTCOMES, Record, read_records, write_junit
@@ -159,7 +160,7 @@ def write_plots(run_dir: Path, summary: dict) -> dict[str, str]:
     ax2.set_xticks(list(xs), [f'{r["run"][-6:]}\n{r["level"]}' for r in runs], fontsize=7)
     ax2.set_title("trend over runs")
     fig.tight_layout()
-    fig.savefig(run_dir / "trend.png", dpi=90)
+    write_atomic(run_dir / "trend.png", lambda f: fig.savefig(f, format="png", dpi=90))
     plt.close(fig)
     plots["trend"] = "trend.png"
     if BENCH_RESULTS.is_file():
@@ -305,26 +306,36 @@ in {summary['wall_seconds']:.0f} s. <a href="junit.xml">junit.xml</a> · <a href
 
 
 def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, text)
 
 
 def write_report(run_dir: Path, *, interrupted: bool = False, launcher_exit: int | None = None) -> dict:
-    """Every report file of ``run_dir`` from its plan and records; returns the summary."""
+    """Every report file of ``run_dir`` from its plan and records; returns the summary. A file that cannot
+    be written (disk full, ...) does not stop the others: it is listed in ``summary["unwritten"]`` (one
+    ``dlaio.OutputError`` each) so the caller still prints the summary, then one line per file."""
     plan = Plan.read(run_dir)
     records = read_records(run_dir)
     finished = time.time()
-    write_junit(records, run_dir / "junit.xml",
-                {"level": plan.level.name, "seed": str(plan.seed), "design_hash": plan.design_hash})
+    unwritten: list[OutputError] = []
+
+    def attempt(write, *args) -> None:
+        try:
+            write(*args)
+        except OutputError as exc:
+            unwritten.append(exc)
+
+    attempt(write_junit, records, run_dir / "junit.xml",
+            {"level": plan.level.name, "seed": str(plan.seed), "design_hash": plan.design_hash})
     summary = summarize_run(run_dir, plan, records, finished=finished, interrupted=interrupted)
     summary["launcher_exit"] = launcher_exit
     if launcher_exit not in (None, 0, 1, 5):
         summary.setdefault("notes", []).append(f"pytest exited {launcher_exit} (internal error or crash)")
-    _atomic(run_dir / "failed.txt", "".join(f"{f['nodeid']}\n" for f in summary["failures"]))
-    _atomic(run_dir / "summary.json", json.dumps(summary, indent=1))  # before plots: history reads it
-    plots = write_plots(run_dir, summary)
-    _atomic(run_dir / "summary.md", markdown(summary, plots))
-    _atomic(run_dir / "index.html", page(summary, plots))
-    _atomic(run_dir / "summary.json", json.dumps(summary, indent=1))
+    attempt(_atomic, run_dir / "failed.txt", "".join(f"{f['nodeid']}\n" for f in summary["failures"]))
+    attempt(_atomic, run_dir / "summary.json", json.dumps(summary, indent=1))  # before plots: history reads it
+    plots: dict[str, str] = {}
+    attempt(lambda: plots.update(write_plots(run_dir, summary)))
+    attempt(_atomic, run_dir / "summary.md", markdown(summary, plots))
+    attempt(_atomic, run_dir / "index.html", page(summary, plots))
+    attempt(_atomic, run_dir / "summary.json", json.dumps(summary, indent=1))
+    summary["unwritten"] = list({e.path: e for e in unwritten}.values())
     return summary

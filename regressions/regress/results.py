@@ -12,6 +12,8 @@ from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
+from dlaio import write_atomic
+
 RESULTS = "results.jsonl"
 #: Outcomes, worst first (the order a summary lists them in).
 OUTCOMES = ("error", "failed", "passed", "skipped")
@@ -120,6 +122,4 @@ def write_junit(records: list[Record], path: Path, properties: dict[str, str] | 
         suite.update_statistics()
         xml.add_testsuite(suite)
     xml.update_statistics()
-    tmp = path.with_suffix(".tmp")
-    xml.write(str(tmp), pretty=True)
-    tmp.replace(path)
+    write_atomic(path, lambda f: xml.write(f, pretty=True))
