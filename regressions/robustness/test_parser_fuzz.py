@@ -12,6 +12,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
@@ -110,3 +111,50 @@ def test_seed_files_are_accepted(seed_dir: Path, tmp_path: Path) -> None:
         seeds = _SEEDS.get(fmt.name) or fmt.seeds(seed_dir)
         for i, s in enumerate(seeds):
             assert run_case(fmt, Case(s, s.data), tmp_path / f"{fmt.name}{i}", timed=False) is None, (fmt.name, s.label)
+
+
+# ---- crashes found by the fuzzer (and the report of issue 15), fixed: the smallest input of each ------------
+def _onnx_initializer_dims(seed: Seed) -> bytes:
+    """An initializer whose dims disagree with its data (numpy's reshape used to escape the ONNX frontend)."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(seed.message)
+    del m.graph.initializer[0].dims[:]
+    m.graph.initializer[0].dims.append(1)
+    return m.SerializeToString()
+
+
+@dataclass(frozen=True)
+class Reproducer:
+    id: str
+    format: str
+    #: The seed's bytes -> the crashing input.
+    make: Callable[[Seed], bytes]
+    #: What the one-line error must say; None: the input is valid and must be accepted.
+    expect: str | None
+
+
+REPRODUCERS = [
+    Reproducer("cfg-invalid-utf8", "cfg", lambda s: b"reg_write(NVDLA_CDP.S_POINTER_0, 0);\n\xff\n", "not text"),
+    Reproducer("dat-invalid-utf8", "dat", lambda s: b"{\n{offset:0x0, size:1, payload:0x\xff1} ,\n}\n", "not text"),
+    Reproducer("txn-invalid-utf8", "txn", lambda s: b"wait\n\xc0\xaf\n", "not text"),
+    Reproducer("plusargs-invalid-utf8", "plusargs", lambda s: b"+continue_on_fail \xed\xa0\x80\n", "not text"),
+    Reproducer("dat-offset-beyond-int64", "dat", lambda s: b"{offset:0x10000000000000000, size:1, payload:0x01}",
+               "beyond 2^40"),
+    Reproducer("dat-byte-beyond-int64", "dat", lambda s: b"{offset:0x0, size:1, payload:0x10000000000000000}",
+               "out of range"),
+    Reproducer("dat-decimal-leading-zero", "dat", lambda s: b"{offset:0777, size:1, payload:0x01}", None),
+    Reproducer("onnx-initializer-dims", "onnx", _onnx_initializer_dims, "initializer"),
+]
+
+
+@pytest.mark.parametrize("repro", REPRODUCERS, ids=lambda r: r.id)
+def test_fixed_crash_stays_fixed(repro: Reproducer, seed_dir: Path, tmp_path: Path) -> None:
+    fmt = FORMATS[repro.format]
+    seed_file = seeds_of(fmt, seed_dir)[0]
+    message = run_case(fmt, Case(seed_file, repro.make(seed_file)), tmp_path / "case", timed=False)
+    if repro.expect is None:
+        assert message is None
+    else:
+        assert message is not None and repro.expect in message, message
