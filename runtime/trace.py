@@ -374,20 +374,25 @@ def parse_dat(path: Path | str) -> tuple[np.ndarray, np.ndarray]:
     offs: list[np.ndarray] = []
     vals: list[np.ndarray] = []
     for m in _DAT_ENTRY.finditer(text):
-        off = int(m.group(1), 0)
-        size = int(m.group(2), 0)
+        # the regex admits decimal with leading zeros ("0777"), which int(x, 0) refuses: decimal it is
+        off, size = (int(g, 16) if g.startswith("0x") else int(g, 10) for g in m.group(1, 2))
+        if off + size > MAX_EXTENT:
+            line = text.count("\n", 0, m.start()) + 1
+            raise TraceError(path, line, f"entry at offset {off:#x} (+{size} bytes) is beyond 2^40 (1 TiB): "
+                                         "no DLA memory is that large")
         toks = m.group(3).split()
         if len(toks) != size:
             line = text.count("\n", 0, m.start()) + 1
             raise TraceError(path, line, f"entry at offset {off:#x} says size {size} but has {len(toks)} bytes")
         try:
-            data = np.array([int(t, 16) for t in toks], dtype=np.int64)
+            values = [int(t, 16) for t in toks]
         except ValueError:
             line = text.count("\n", 0, m.start()) + 1
             raise TraceError(path, line, "bad payload byte") from None
-        if (data < 0).any() or (data > 255).any():
+        if any(v < 0 or v > 255 for v in values):  # before numpy, which cannot hold 0x1_0000_0000_0000_0000
             line = text.count("\n", 0, m.start()) + 1
             raise TraceError(path, line, "payload byte out of range")
+        data = np.array(values, dtype=np.int64)
         offs.append(off + np.arange(size, dtype=np.int64))
         vals.append(data)
     if not offs:

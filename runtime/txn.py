@@ -154,7 +154,7 @@ def parse_plusargs(path: Path | str) -> dict[str, str]:
     if not path.is_file():
         return {}
     out: dict[str, str] = {}
-    for lineno, raw in enumerate(path.read_text().splitlines(), 1):
+    for lineno, raw in enumerate(read_trace_text(path, "plusargs file").splitlines(), 1):
         for tok in raw.split("#", 1)[0].split():
             if not tok.startswith("+") or len(tok) < 2:
                 raise TraceError(path, lineno, f"bad plusarg {tok!r} (expected +name or +name=value)")
