@@ -9,7 +9,8 @@ work starts, and written whole or not at all (:func:`write_atomic`, :func:`publi
 - the target must be absent or of the expected kind: a regular file for a file, a directory for a folder.
   Devices, FIFOs and sockets are refused (a FIFO is never opened, so the check cannot block);
 - a symlink is followed and the rule applied to what it points at; the write then goes there, so the
-  link survives;
+  link survives. A dangling symlink is refused (as GNU cp does): writing through it would create a file
+  wherever it points;
 - an output that is the same file as an input of the command (``st_dev``/``st_ino``, so hard links and
   symlinks count), or a folder that holds an input, is refused;
 - the parent folder must exist and be writable, or be creatable.
@@ -65,7 +66,10 @@ def _resolve(path: Path, given: PathLike) -> Path:
     if not path.is_symlink():
         return path
     try:
-        return path.resolve(strict=False)
+        os.stat(path)
+        return path.resolve(strict=True)
+    except FileNotFoundError:  # like GNU cp: a link to nothing may be a trap (or a typo); never write through it
+        raise OutputError(given, f"it is a dangling symlink (to {os.readlink(path)}); not writing through it") from None
     except (OSError, RuntimeError) as exc:  # a symlink loop
         raise OutputError(given, f"cannot follow the symlink ({getattr(exc, 'strerror', None) or exc})") from None
 

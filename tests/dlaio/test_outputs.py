@@ -90,11 +90,12 @@ def test_symlink_survives_and_its_target_is_written(tmp_path):
     assert real.read_bytes() == b"new"
 
 
-def test_dangling_symlink_creates_its_target(tmp_path):
+def test_dangling_symlink_refused(tmp_path):
     link = tmp_path / "link.bin"
-    link.symlink_to("made.bin")
-    write_atomic(link, b"x")
-    assert link.is_symlink() and (tmp_path / "made.bin").read_bytes() == b"x"
+    link.symlink_to("nowhere/made.bin")
+    with pytest.raises(OutputError, match=r"link\.bin: it is a dangling symlink \(to nowhere/made\.bin\)"):
+        write_atomic(link, b"x")
+    assert link.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == ["link.bin"]
 
 
 def test_symlink_to_a_device_refused(tmp_path):
