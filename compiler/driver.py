@@ -93,8 +93,10 @@ def image_inputs(g: Graph, directory: Path) -> list[dict[str, np.ndarray]]:
         raise CompileError(str(directory), "--calib-images needs a network with one input")
     name = g.inputs[0]
     shape = g.shapes[name]
+    files = [f for f in sorted(directory.iterdir()) if f.suffix == ".npy" or f.suffix.lower() in IMAGE_SUFFIXES]
+    check_calibration(g, len(files), f"--calib-images {directory}")  # a .npy batch counts once: bounded by its file
     feeds = []
-    for f in sorted(directory.iterdir()):
+    for f in files:
         if f.suffix == ".npy":
             try:
                 a = np.load(f).astype(np.float32)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 
 from golden.errors import DlaError
 
@@ -45,8 +46,10 @@ def format_size(nbytes: int) -> str:
     return f"{nbytes} bytes"
 
 
+@lru_cache(maxsize=1)
 def physical_memory() -> int:
-    """Bytes of RAM on this machine (8 GiB when the platform does not say)."""
+    """Bytes of RAM on this machine (8 GiB when the platform does not say); asked once, memory writes
+    consult the budget often."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

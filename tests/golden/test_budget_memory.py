@@ -75,6 +75,6 @@ def test_scatter_beyond_the_budget_is_refused(budget) -> None:
 
 
 def test_reading_more_than_the_budget_is_refused(budget) -> None:
-    budget(1 << 20)
-    with pytest.raises(MemoryBudgetError, match=r"pri_mem read at 0x80000000: 2 MiB exceeds"):
-        Memory().read(0x8000_0000, 2 << 20)
+    budget(32 << 20)
+    with pytest.raises(MemoryBudgetError, match=r"pri_mem read at 0x80000000: 96 MiB exceeds"):
+        Memory().read(0x8000_0000, 96 << 20)
