@@ -575,7 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="random AXI timing from SEED: latencies, stalls on every channel, out-of-order reads "
                           "across IDs (default: $DLA_AXI_RANDOM, else off)")
     _max_memory_option(t)
-    t.set_defaults(func=cmd_trace)
+    t.set_defaults(func=_guarded(cmd_trace))  # a crash outside a trace's own outcome: one line, exit 1
 
     c = sub.add_parser("compile", help="compile a Caffe or ONNX model into a loadable")
     c.add_argument("model", metavar="MODEL", help="the model: ONNX (.onnx) or Caffe (.prototxt)")

@@ -56,3 +56,18 @@ def test_internal_error_in_a_real_process_has_no_traceback(tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert p.stderr.startswith("dla: internal error KeyError: 't432' - please report it at ")
     assert str(tmp_path / "m.dla") not in p.stderr and not (tmp_path / "m.dla").exists()
+
+
+def test_dla_trace_crash_outside_a_trace_is_the_same_one_line(make_trace, monkeypatch, capsys):
+    """Not only compile/run/inspect: a crash in dla trace itself (not in a trace, which gets its own ERROR
+    outcome) is one line asking for a report, exit 1."""
+    from tests.runtime.conftest import PAYLOAD, passing_lines
+
+    d = make_trace("a_pass", passing_lines(), {"in.dat": PAYLOAD})
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("summary went wrong")
+
+    monkeypatch.setattr(cli, "collect", crash)
+    assert cli.main(["trace", str(d)]) == 1
+    assert capsys.readouterr().err.startswith("dla: internal error RuntimeError: summary went wrong - please report")

@@ -142,11 +142,11 @@ def test_run_report_and_rerun_failed(sample_lists: Path, tmp_path: Path) -> None
 
 
 def test_ctrl_c_still_reports_what_ran(sample_lists: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out"
+    out, slow_done = tmp_path / "out", tmp_path / "slow_done"
     proc = subprocess.Popen([sys.executable, "-m", "regressions.regress", "--lists", str(sample_lists),
                              "--level", "ci", "--units", "slow", "--jobs", "2", "--out", str(out)],
-                            cwd=REPO, env=_env(7), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            cwd=REPO, env=_env(7, DLA_REGRESS_SLOW_DONE=str(slow_done)),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.time() + 120
     while time.time() < deadline:
         results = list(out.glob("*/local/results.jsonl"))
@@ -156,11 +156,10 @@ def test_ctrl_c_still_reports_what_ran(sample_lists: Path, tmp_path: Path) -> No
     else:
         proc.kill()
         pytest.fail("quick tests never reported")
-    t0 = time.time()
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
-    text, _ = proc.communicate(timeout=300)
+    text, _ = proc.communicate(timeout=300)  # a hang guard, not a measured duration
     assert proc.returncode == 130, text
-    assert time.time() - t0 < 60
+    assert not slow_done.exists(), "the interrupt waited for the slow test (120 s of sleep) to finish"
     run = (out / "latest").resolve()
     summary = json.loads((run / "summary.json").read_text())
     assert summary["interrupted"] and summary["counts"]["passed"] == 4

@@ -14,3 +14,6 @@ def test_quick(i):
 
 def test_slow():
     time.sleep(120)
+    marker = os.environ.get("DLA_REGRESS_SLOW_DONE")
+    if marker:  # the runner's Ctrl-C test checks that this never happens: the interrupt did not wait for us
+        open(marker, "w").close()
