@@ -19,6 +19,7 @@ from dlaio import OutputError, check_output
 from regressions.regress import lists
 from regressions.regress.lists import REPO, ListError
 from regressions.regress.plan import Plan, git_commit
+from runtime.processes import EXIT_SIGINT, deferred_interrupts, interrupt_exit_code, raise_on_sigterm
 
 LAUNCHERS = ("local", "slurm")
 DEFAULT_OUT = REPO / "build" / "regress"
@@ -103,7 +104,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     what = f"{len(nodeids)} failed test(s) of {rerun_of}" if nodeids else f"{len(selected)} units"
     print(f"regress: level {level_name}, {what}, launcher {args.launcher}, jobs {args.jobs}, seed {seed} "
           f"(FUZZ_SEED={seed} reproduces), design {plan.design_hash}\nregress: report -> {run_dir}", flush=True)
-    interrupted, status = False, None
+    interrupted, status, stop_code = False, None, EXIT_SIGINT
+    restore_sigterm = raise_on_sigterm()  # CI's SIGTERM stops the run like Ctrl-C: the report is written
     try:
         if args.launcher == "slurm":
             from regressions.regress import slurm
@@ -115,16 +117,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             from regressions.regress import local
 
             status = local.launch(plan, run_dir)
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as e:
+        interrupted, stop_code = True, interrupt_exit_code(e)
     except Exception as e:  # the local launcher's Interrupted, a farm that went away ...
         interrupted = type(e).__name__ == "Interrupted"
+        stop_code = getattr(e, "exit_code", EXIT_SIGINT)
         if not interrupted:
             print(f"regress: launcher {args.launcher} failed: {e}", file=sys.stderr)
+    finally:
+        restore_sigterm()
     from regressions.regress.report import write_report
 
-    summary = write_report(run_dir, interrupted=interrupted, launcher_exit=status)
-    publish_latest(out, run_dir)
+    with deferred_interrupts():  # a second Ctrl-C must not leave half a report
+        summary = write_report(run_dir, interrupted=interrupted, launcher_exit=status)
+        publish_latest(out, run_dir)
     c = summary["counts"]
     bad = c["failed"] + c["error"]
     print(f"regress: {c['passed']} passed, {c['failed']} failed, {c['error']} errors, {c['skipped']} skipped "
@@ -140,7 +146,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("regress: rerun the failures with `make regress RERUN=failed`")
     if _unwritten(summary):
         return 2
-    return 130 if interrupted else (1 if bad or summary["not_run"] else 0)
+    return stop_code if interrupted else (1 if bad or summary["not_run"] else 0)
 
 
 def cmd_unit(args: argparse.Namespace) -> int:

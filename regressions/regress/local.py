@@ -1,11 +1,15 @@
 """Launchers that run on this machine: the whole plan under pytest-xdist, or one self-contained unit.
 
 Both run pytest as a child process so that Ctrl-C, a SIGTERM from CI or a worker that dies leave the
-launcher alive to write the report from the records already on disk.
+launcher alive to write the report from the records already on disk. pytest runs in a process group of
+its own: an interrupt reaches it exactly once, from the launcher (a second SIGINT during its shutdown used
+to abort that shutdown half-way), and the whole group (xdist workers, simulators) is killed if it does not
+stop in time. pytest dies with the launcher (PR_SET_PDEATHSIG), its workers with it (``plugin``).
 """
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -13,6 +17,7 @@ import time
 from pathlib import Path
 
 from dlaio import write_atomic
+from runtime.processes import Terminated, dying_with_parent, interrupt_exit_code
 from regressions.regress.lists import REPO
 from regressions.regress.plan import Plan, pytest_command, test_env, workers
 from regressions.regress.results import Record, RecordWriter, read_records, write_junit
@@ -22,31 +27,44 @@ GRACE_S = 60.0
 
 
 class Interrupted(Exception):
-    """The run was stopped (Ctrl-C or SIGTERM); what ran is still reported."""
+    """The run was stopped (Ctrl-C or SIGTERM); what ran is still reported. ``exit_code``: 130 or 143."""
+
+    def __init__(self, exit_code: int = 130) -> None:
+        super().__init__(f"interrupted (exit {exit_code})")
+        self.exit_code = exit_code
 
 
 def _sigterm(signum, frame) -> None:
-    raise KeyboardInterrupt
+    raise Terminated()
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def run_pytest(cmd: list[str], env: dict[str, str], log: Path | None = None) -> int:
-    """Run ``cmd``; on Ctrl-C/SIGTERM let it finish writing (SIGINT, then SIGKILL after ``GRACE_S``) and
-    raise ``Interrupted``. Output goes to the terminal, or to ``log`` when given."""
+    """Run ``cmd``; on Ctrl-C/SIGTERM let it finish writing (one SIGINT to its group, then SIGKILL after
+    ``GRACE_S``) and raise ``Interrupted``. Output goes to the terminal, or to ``log`` when given."""
     out = open(log, "w") if log else None
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT if out else None)
+    proc = subprocess.Popen(dying_with_parent(cmd), cwd=REPO, env=env, stdout=out,
+                            stderr=subprocess.STDOUT if out else None, start_new_session=True)
     previous = signal.signal(signal.SIGTERM, _sigterm)
     try:
         return proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)  # a terminal's Ctrl-C reached it already; CI's SIGTERM did not
+    except KeyboardInterrupt as exc:
+        _kill_group(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C would do to pytest and its workers
         try:
             proc.wait(timeout=GRACE_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        raise Interrupted() from None
+        raise Interrupted(interrupt_exit_code(exc)) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _kill_group(proc.pid, signal.SIGKILL)  # a worker or simulator pytest left behind
         if out:
             out.close()
 

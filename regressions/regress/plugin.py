@@ -19,6 +19,7 @@ import pytest
 
 from dlaio import write_atomic
 from regressions.regress.lists import Matcher, Unit
+from runtime.processes import die_with_parent, exit_text
 from regressions.regress.results import Record, RecordWriter
 
 
@@ -39,6 +40,8 @@ class RegressPlugin:
         self.seed = plan.get("seed")
         self.durations: dict[str, float] = plan.get("durations") or {}
         self.worker = getattr(config, "workerinput", {}).get("workerid", "")
+        if self.worker:  # an xdist worker must not outlive its controller (kill -9 of the run)
+            die_with_parent()
         #: Only the process that sees every report writes records: the xdist controller, or a lone pytest.
         self.writer = RecordWriter(out) if not self.worker else None
         self._partial: dict[str, Record] = {}
@@ -95,7 +98,7 @@ class RegressPlugin:
     def _longrepr(report: pytest.TestReport) -> str:
         text = str(report.longreprtext or "")
         if report.when not in ("setup", "call", "teardown"):
-            text = f"worker crashed while running this test\n{text}"
+            text = f"worker {_worker_end(getattr(report, 'node', None))} while running this test\n{text}"
         return text
 
     def _finish(self, report: pytest.TestReport, rec: Record) -> None:
@@ -132,6 +135,18 @@ class RegressPlugin:
                 rec.finished = time.time()
                 self.writer.write(rec)
             self._partial.clear()
+
+
+def _worker_end(node: object) -> str:
+    """How a crashed xdist worker ended ("killed by SIGKILL", "exit 3"), from its process (execnet popen
+    gateway); "crashed" when that cannot be known."""
+    popen = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
+    if popen is None:
+        return "crashed"
+    try:
+        return exit_text(popen.wait(timeout=10))
+    except Exception:  # noqa: BLE001 - still running, or not a Popen: say what is known
+        return "crashed"
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
