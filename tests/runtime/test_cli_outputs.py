@@ -98,11 +98,18 @@ def test_run_output_onto_a_device_is_refused_before_running(work, tmp_path, caps
 
 def test_run_output_through_a_symlink_writes_its_target(work, tmp_path, capsys):
     (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "y.npy").write_bytes(b"last run")
     link = tmp_path / "y.npy"
     link.symlink_to("results/y.npy")
     assert main(run_args(work, "--output", str(link))) == 0
     assert link.is_symlink() and os.readlink(link) == "results/y.npy"
     assert np.load(tmp_path / "results" / "y.npy").shape == (1, 16, 4, 4)
+    dangling = tmp_path / "z.npy"
+    dangling.symlink_to("nowhere/z.npy")  # written through, it would create nowhere/z.npy: refused like cp does
+    capsys.readouterr()
+    assert main(run_args(work, "--output", str(dangling))) == 2
+    one_line(capsys.readouterr().err, f"--output {dangling}: it is a dangling symlink (to nowhere/z.npy)")
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_run_output_onto_a_fifo_is_refused_without_blocking(work, tmp_path):
@@ -246,6 +253,8 @@ def test_trace_reports_onto_a_device_or_a_directory_fail_before_the_run(work, tm
 
 def test_trace_reports_through_symlinks(work, tmp_path, capsys):
     (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "real.json").write_text("{}")
+    (tmp_path / "r" / "real.xml").write_text("<old/>")
     Path("r.json").symlink_to("r/real.json")
     Path("r.xml").symlink_to("r/real.xml")
     assert main(["trace", str(work["traces"]), "--json", "r.json", "--junit", "r.xml"]) == 0
