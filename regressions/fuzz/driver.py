@@ -32,6 +32,7 @@ from typing import Any, Callable, TextIO
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.errors import HypothesisException, UnsatisfiedAssumption
 
+from dlaio import OutputError, check_output
 from golden import Dla
 from golden.config import PRESETS, HwConfig, get_config
 from regressions.fuzz import found as found_mod
@@ -447,6 +448,11 @@ def parse(argv: list[str] | None, environ: dict[str, str]) -> Options:
             named_dut(dut)
         except DutError as exc:
             raise UsageError(str(exc)) from None
+    if args.list_examples is not None:  # before fuzzing: never a FIFO (open would block), a device or a folder
+        try:
+            check_output(args.list_examples)
+        except OutputError as exc:
+            raise UsageError(f"--list-examples {exc.path}: {exc.reason}") from None
     return Options(seconds=args.seconds, target=args.target, seed=run_seed, dut=dut,
                    properties=list(dict.fromkeys(args.property)),
                    configs=list(dict.fromkeys(args.config)), found_dir=args.found_dir, examples=args.examples,

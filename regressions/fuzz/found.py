@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 import hypothesis
 
+from dlaio import write_atomic
 from golden.config import get_config
 from regressions.fuzz.properties import Property
 
@@ -78,7 +79,7 @@ def save(prop: Property, config: str, example: Any, error: BaseException | str, 
         except Exception as exc:  # the JSON is still worth keeping
             data["trace_error"] = first_line(exc)
     path = directory / f"{stem}.json"
-    path.write_text(_dumps(data))
+    write_atomic(path, _dumps(data))
     return path
 
 
