@@ -695,6 +695,10 @@ def _bn(c: _Converter, l: pb.LayerParameter, xs: list[str], outs: list[str]) -> 
     f = 0.0 if float(factor[0]) == 0.0 else 1.0 / float(factor[0])
     mean, var = mean.astype(np.float64) * f, var.astype(np.float64) * f
     eps = _f32(l.batch_norm_param.eps)
+    if np.any(var + eps <= 0):
+        k = int(np.argmax(var + eps <= 0))
+        raise c.err(f"blob 1 (variance) is {var[k]:g} at channel {k} (after the scale factor): variance + eps "
+                    f"({eps:g}) must be > 0 (a variance is never negative)")
     inv = 1.0 / np.sqrt(var + eps)
     _affine(c, x, inv, -mean * inv, outs)
 

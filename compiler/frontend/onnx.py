@@ -169,7 +169,10 @@ class _Importer:
 
     def weight(self, value: np.ndarray, base: str) -> str:
         name = self.fresh(base)
-        self.g.consts[name] = np.ascontiguousarray(value, dtype=np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            self.g.consts[name] = np.ascontiguousarray(value, dtype=np.float32)
+        if why := non_finite(self.g.consts[name]):  # finite in the file, not once folded (BN: gamma / sqrt(var))
+            raise CompileError(node_where(self.g.source, *self._current), f"folded weight {name!r} {why}")
         return name
 
     def emit(self, op: str, inputs: list[str], outputs: list[str], attrs: dict[str, Any] | None = None) -> Node:
@@ -512,7 +515,12 @@ def _batch_norm(im: _Importer, node: onnx.NodeProto, name: str) -> None:
         raise im.err(node, "training_mode=1 is not supported")
     gamma, beta, mean, var = (im.need_const(node, t, what).astype(np.float64).reshape(-1)
                               for t, what in zip(node.input[1:5], ("scale", "B", "mean", "var")))
-    scale = gamma / np.sqrt(var + float(a.get("epsilon", 1e-5)))
+    eps = float(a.get("epsilon", 1e-5))
+    if np.any(var + eps <= 0):
+        k = int(np.argmax(var + eps <= 0))
+        raise im.err(node, f"var {node.input[4]!r} is {var[k]:g} at channel {k}: var + epsilon ({eps:g}) must be "
+                           "> 0 (a variance is never negative)")
+    scale = gamma / np.sqrt(var + eps)
     im.emit("ChannelAffine", [node.input[0], im.weight(scale, f"{name}_scale"),
                               im.weight(beta - mean * scale, f"{name}_bias")], [node.output[0]])
 

@@ -248,6 +248,8 @@ def quantize(g: Graph, ctx: CompileContext) -> Graph:
     scales = tensor_scales(g, ctx.amax)
     ctx.scales = scales
     for n in g.nodes:
+        if why := _non_finite_parameters(n):
+            raise g.error(n, f"cannot quantize: {why}")
         try:
             _quantize_node(g, n, scales, ctx)
         except (OverflowError, ValueError) as exc:
@@ -296,6 +298,19 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
         except ValueError as exc:  # the CDP LUT cannot reach int8 accuracy here: run it on the CPU
             ctx.log(f"  {n.name}: LRN on the CPU ({exc})")
             n.op = "cpu.LRN"
+
+
+def _non_finite_parameters(n: Node) -> str | None:
+    """NaN/Inf in a layer's folded weights or affine terms (the frontends refuse them in the file, but folding
+    can still overflow float32): named here rather than as a misleading bias or multiplier overflow."""
+    arrays = {"weights": n.attrs.get("weight")}
+    for i, p in enumerate(n.attrs.get("post") or []):
+        if p.get("op") == "affine":
+            arrays[f"scale of post-op {i}"], arrays[f"bias of post-op {i}"] = p.get("scale"), p.get("bias")
+    for what, values in arrays.items():
+        if values is not None and not np.all(np.isfinite(np.asarray(values, dtype=np.float64))):
+            return f"NaN or Inf in its {what} after folding (float32 overflow?)"
+    return None
 
 
 def _channels(shape) -> int:
