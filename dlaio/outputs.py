@@ -227,8 +227,8 @@ def publish_dir(directory: PathLike, fill: Callable[[Path], object] | dict[str, 
     moved over the same-named one (files first, ``index.json`` last; a sub-folder replaces the old one
     whole); entries the stage does not hold are left alone. Every entry it would replace is checked
     first like a file output, so a device or FIFO inside the folder survives too."""
+    inputs = list(inputs)  # used twice: for the folder, then for each entry it would replace
     target = check_output(directory, inputs=inputs, kind="dir")
-    inputs = list(inputs)
     exists = target.is_dir()
     parent = target if exists else target.parent
     try:

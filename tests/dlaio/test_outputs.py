@@ -239,3 +239,14 @@ def test_input_files_lists_folders(tmp_path):
     (tmp_path / "t" / "a.cfg").write_text("")
     (tmp_path / "t" / "sub" / "b.dat").write_text("")
     assert sorted(p.name for p in input_files([tmp_path / "t"])) == ["a.cfg", "b.dat"]
+
+
+def test_publish_refuses_an_entry_that_is_a_hard_link_of_an_input(tmp_path):
+    x = tmp_path / "x.npy"
+    x.write_bytes(b"input")
+    out = tmp_path / "dump"
+    out.mkdir()
+    os.link(x, out / "a.f32")
+    with pytest.raises(OutputError, match=r"a\.f32: it is an input of this command"):
+        publish_dir(out, {"a.f32": b"clobber"}, inputs=(p for p in [x]))  # a one-shot iterable is enough
+    assert x.read_bytes() == b"input"
