@@ -5,6 +5,7 @@ canonicalize -> fold_affine -> calibrate -> lower -> quantize -> partition -> sp
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Callable
@@ -136,12 +137,17 @@ def read_calib_table(path: Path) -> dict[str, float]:
     for t, e in data.items():
         if not isinstance(e, dict):
             raise CompileError(str(path), f"entry {t!r} is not an object")
-        if "scale" in e:
-            amax[t] = float(e["scale"]) * 127.0
-        elif "min" in e or "max" in e:
-            amax[t] = max(abs(float(e.get("min", 0.0))), abs(float(e.get("max", 0.0))))
-        else:
-            raise CompileError(str(path), f"entry {t!r} has neither scale nor min/max")
+        try:
+            if "scale" in e:
+                amax[t] = float(e["scale"]) * 127.0
+            elif "min" in e or "max" in e:
+                amax[t] = max(abs(float(e.get("min", 0.0))), abs(float(e.get("max", 0.0))))
+            else:
+                raise CompileError(str(path), f"entry {t!r} has neither scale nor min/max")
+        except (TypeError, ValueError, OverflowError):  # "scale": "abc", [1], null, 1e999 as an int
+            raise CompileError(str(path), f"entry {t!r}: scale, min and max must be numbers") from None
+        if not math.isfinite(amax[t]):
+            raise CompileError(str(path), f"entry {t!r}: scale, min and max must be finite (got {amax[t]})")
     return amax
 
 

@@ -17,13 +17,16 @@ import json
 import math
 import re
 import struct
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import IO, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from dlaio import check_output, publish_dir
+from golden.budget import check_size
+from golden.errors import DlaError
 
 ARRAY_SUFFIXES = (".npy", ".npz")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".pgm")
@@ -85,17 +88,46 @@ def parse_normalize(text: str) -> float:
 
 
 # ---- arrays and images -----------------------------------------------------------------------------------
+def _npy_bytes(f: IO[bytes]) -> int:
+    """Bytes of the array a .npy header declares, read from the header alone (the data is not touched)."""
+    version = np.lib.format.read_magic(f)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read_header(f)  # a v3 header differs from v2 only in its text encoding
+    n = dtype.itemsize
+    for d in shape:
+        n *= d
+    return n
+
+
+def _check_array_budget(path: Path) -> None:
+    """Refuse, before numpy allocates them, arrays whose headers (or a .npz's members) declare more than the
+    memory budget: numpy allocates the declared shape first and only then finds the file too short."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                check_size(f"{path}: member {info.filename!r} of {info.file_size} bytes", info.file_size)
+                with z.open(info) as f:
+                    check_size(f"{path}: array {info.filename!r}", _npy_bytes(f))
+    else:
+        with path.open("rb") as f:
+            check_size(f"{path}: array", _npy_bytes(f))
+
+
 def load_array(path: Path) -> np.ndarray | dict[str, np.ndarray]:
     """A .npy array (or the arrays of a .npz by name), with the file named in any error."""
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     try:
+        _check_array_budget(path)
         data = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise InputError(f"{path}: not a .npy/.npz array ({exc})") from None
-    if isinstance(data, np.lib.npyio.NpzFile):
-        with data:
-            return {k: data[k] for k in data.files}
+        if isinstance(data, np.lib.npyio.NpzFile):
+            with data:
+                return {k: data[k] for k in data.files}
+    except DlaError:  # golden.budget.MemoryBudgetError: names the file already
+        raise
+    except Exception as exc:  # numpy's and zipfile's readers fail in many ways (ValueError, BadZipFile,
+        # zlib.error, TokenError from the header, EOFError, OSError): each means a file that is not an array
+        raise InputError(f"{path}: not a .npy/.npz array ({type(exc).__name__}: {_one_line(exc)[:200]})") from None
     if not np.issubdtype(data.dtype, np.number):
         raise InputError(f"{path}: holds {data.dtype} values, not numbers")
     return data

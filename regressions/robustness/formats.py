@@ -290,6 +290,41 @@ def _parse_nvdla(path: Path) -> object:
     return net
 
 
+# ---- what dla compile / dla run read besides models and loadables ------------------------------------------
+def _array_seeds(workdir: Path) -> list[Seed]:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1, 16, 8, 8)).astype(np.float32)
+    npy, npz = workdir / "input.npy", workdir / "inputs.npz"
+    np.save(npy, x)
+    np.savez(npz, data=x, other=x[:, :4].astype(np.int8))
+    np.savez_compressed(workdir / "inputs_z.npz", data=x)
+    return [Seed("generated/input.npy", npy.read_bytes()), Seed("generated/inputs.npz", npz.read_bytes()),
+            Seed("generated/inputs_z.npz", (workdir / "inputs_z.npz").read_bytes())]
+
+
+def _calib_table_seeds(_: Path) -> list[Seed]:
+    """An NVDLA-style calibration table over poolnet's tensors, both entry forms."""
+    import json
+
+    names = [n for node in _zoo("poolnet").graph.node for n in node.output]
+    table = {n: ({"scale": 0.02 + i / 100} if i % 2 else {"min": -1.5 - i, "max": 2.0 + i}) for i, n in enumerate(names)}
+    return [Seed("generated/poolnet.calib.json", json.dumps(table, indent=1).encode())]
+
+
+def _parse_array(path: Path) -> object:
+    from runtime.inputs import load_array
+
+    return load_array(path)
+
+
+def _parse_calib_table(path: Path) -> object:
+    from compiler.driver import read_calib_table
+
+    return read_calib_table(path)
+
+
 FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("cfg", "trace.cfg", _cfg_seeds, text_mutations, _parse_cfg),
     Format("dat", "payload.dat", _dat_seeds, text_mutations, _parse_dat),
@@ -301,6 +336,8 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("caffemodel", "net.caffemodel", _caffemodel_seeds, proto_mutations, _parse_caffe),
     Format("loadable", "net.dla", _loadable_seeds, loadable_mutations, _parse_loadable),
     Format("nvdla", "net.nvdla", _nvdla_seeds, binary_mutations, _parse_nvdla),
+    Format("array", "input.npy", _array_seeds, binary_mutations, _parse_array),
+    Format("calib_table", "calib.json", _calib_table_seeds, text_mutations, _parse_calib_table),
 )}
 
 

@@ -7,6 +7,7 @@ the end of this file.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import time
@@ -125,6 +126,26 @@ def _onnx_initializer_dims(seed: Seed) -> bytes:
     return m.SerializeToString()
 
 
+def _npy_declaring(shape: tuple[int, ...]) -> bytes:
+    """A .npy header declaring ``shape`` (float32) and no data."""
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
+def _npz_bad_crc(seed: Seed) -> bytes:
+    """A .npz whose member data no longer matches its crc (zipfile.BadZipFile used to escape)."""
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.savez(buf, data=np.zeros(16, np.float32))
+    data = bytearray(buf.getvalue())
+    data[data.index(b"\x93NUMPY") + 130] ^= 0xFF
+    return bytes(data)
+
+
 @dataclass(frozen=True)
 class Reproducer:
     id: str
@@ -146,6 +167,10 @@ REPRODUCERS = [
                "out of range"),
     Reproducer("dat-decimal-leading-zero", "dat", lambda s: b"{offset:0777, size:1, payload:0x01}", None),
     Reproducer("onnx-initializer-dims", "onnx", _onnx_initializer_dims, "initializer"),
+    Reproducer("npz-bad-crc", "array", _npz_bad_crc, "not a .npy/.npz array (BadZipFile"),
+    Reproducer("npy-declares-a-terabyte", "array", lambda s: _npy_declaring((1 << 38,)), "exceeds the memory budget"),
+    Reproducer("calib-scale-not-a-number", "calib_table", lambda s: b'{"data": {"scale": "abc"}}', "must be numbers"),
+    Reproducer("calib-scale-infinite", "calib_table", lambda s: b'{"data": {"min": -1e999}}', "must be finite"),
 ]
 
 
