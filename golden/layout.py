@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from golden.budget import check_size
 from golden.memory import AddressSpace
 
 
@@ -35,7 +36,12 @@ class CubeLayout:
         return self.surfaces * self.atom
 
     def byte_offsets(self) -> np.ndarray:
-        """Offsets of every byte, shape (padded C, H, W, bpe), little-endian bytes last."""
+        """Offsets of every byte, shape (padded C, H, W, bpe), little-endian bytes last. Registers declare
+        the cube, so its int64 offsets and values are checked against the memory budget first: a trace
+        programming a 8192x8192x8192 cube ends in one line, not in the OOM killer."""
+        elements = self.padded_channels * self.height * self.width
+        check_size(f"feature cube {self.padded_channels}x{self.height}x{self.width} as int64 offsets and values",
+                   elements * (self.bpe + 1) * 8)
         c = np.arange(self.padded_channels, dtype=np.int64)
         h = np.arange(self.height, dtype=np.int64)
         w = np.arange(self.width, dtype=np.int64)

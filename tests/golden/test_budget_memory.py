@@ -9,6 +9,7 @@ import pytest
 
 from golden.budget import MemoryBudgetError, set_max_memory
 from golden.crc import crc32_zeros
+from golden.layout import CubeLayout, read_cube
 from golden.memory import PAGE_SIZE, Memory
 
 
@@ -78,3 +79,11 @@ def test_reading_more_than_the_budget_is_refused(budget) -> None:
     budget(32 << 20)
     with pytest.raises(MemoryBudgetError, match=r"pri_mem read at 0x80000000: 96 MiB exceeds"):
         Memory().read(0x8000_0000, 96 << 20)
+
+
+def test_a_cube_beyond_the_budget_is_refused_before_its_offsets(budget) -> None:
+    """Registers declare cubes: 8192^3 int8 would be 8 TiB of int64 offsets and values."""
+    budget(1 << 30)
+    cube = CubeLayout(8192, 8192, 8192, 8192 * 32, 8192 * 8192 * 32, 32)
+    with pytest.raises(MemoryBudgetError, match=r"feature cube 8192x8192x8192 as int64 offsets and values: 8 TiB"):
+        read_cube(Memory().dram, 0x8000_0000, cube)
