@@ -4,6 +4,7 @@ far below what was asked for. Durations are printed (``-s``), never asserted."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from golden.config import NV_SMALL
 from golden.crc import crc32_zeros
+from regressions.programs import LrnLayer, program_cdp
+from regressions.reference.cdp import CdpLut
 from runtime.loadable import encode_loadable
 from runtime.nvdla import fbs
 from tests.childrun import Child, run_dla
@@ -198,3 +202,17 @@ def test_model_input_of_a_terabyte(tmp_path):
 def test_bad_max_memory_is_a_usage_error():
     child = run_dla("trace", "--max-memory", "lots", "x")
     assert child.returncode == 2 and "'lots' is not a size" in child.stderr
+
+
+def test_registers_declaring_an_8192_cubed_cube(tmp_path):
+    """A CDP program whose registers declare an 8192x8192x8192 cube: refused at the write that starts it."""
+    program = program_cdp(NV_SMALL, LrnLayer(np.zeros((8, 4, 4), dtype=np.int8), CdpLut()))
+    cfg = program.write_trace(tmp_path / "nv_small" / "cube", "cube", 0)
+    lines = [re.sub(r"(D_DATA_CUBE_(WIDTH|HEIGHT|CHANNEL)_0, )0x[0-9a-f]+", r"\g<1>0x1fff", ln) for ln in
+             cfg.read_text().splitlines()]
+    lines = [re.sub(r"(LINE_STRIDE_0, )0x[0-9a-f]+", r"\g<1>0x10000", ln) for ln in lines]
+    lines = [re.sub(r"(SURFACE_STRIDE_0, )0x[0-9a-f]+", r"\g<1>0x20000000", ln) for ln in lines]
+    cfg.write_text("\n".join(lines) + "\n")
+    start = 1 + next(i for i, ln in enumerate(lines) if ln.startswith("reg_write(NVDLA_CDP.D_OP_ENABLE_0"))
+    refused(run_dla("trace", "--max-memory", "2G", str(cfg.parent)),
+            f"cube.cfg:{start}: feature cube 8192x8192x8192 as int64 offsets and values: 8 TiB {BUDGET_LINE}")
