@@ -199,13 +199,16 @@ def read_trace_text(path: Path, what: str) -> str:
             raise TraceError(path, 0, f"{what} is {kind}, not a regular file")
         check_size(f"parsing {what} of {format_size(st.st_size)} (~{TEXT_EXPANSION}x its size)",
                    st.st_size * TEXT_EXPANSION)
-        return path.read_text()
+        data = path.read_bytes()
     except MemoryBudgetError as exc:
         raise TraceError(path, 0, str(exc)) from None
     except OSError as exc:
         raise TraceError(path, 0, f"cannot read {what}: {exc.strerror or exc}") from None
+    try:
+        return data.decode()
     except UnicodeDecodeError as exc:
-        raise TraceError(path, 0, f"{what} is not text ({exc.reason} at byte {exc.start})") from None
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TraceError(path, line, f"{what} is not text (UTF-8: {exc.reason} at byte {exc.start})") from None
 
 
 def parse_extent(tok: str, path: Path, line: int, what: str, *, allocates: bool = False) -> int:
