@@ -7,7 +7,7 @@ far, until the budget is spent, so each pair's examples are the first chunks of 
 same seed gives the same examples, however far a run gets (``--examples N`` makes the extent fixed).
 
 A failure is shrunk by hypothesis, saved by ``regressions.fuzz.found`` (JSON + replayable trace) and its
-pair is not fuzzed further in this run. On a simulator target, properties with ``rtl=True`` run on
+pair is not fuzzed further in this run. On a simulator target, properties naming the DUT in ``duts`` run on
 ``engines.RTL_CONFIG``: a batch of examples becomes traces checking golden's output CRC, all played in
 one simulation (``runtime.suite.run_batch``); a trace that fails is saved (no shrinking on RTL).
 
@@ -169,7 +169,7 @@ class Run:
     # ---- selection
     def pairs(self, props: dict[str, Property]) -> list[Pair]:
         rtl = self.o.target != "golden"
-        names = self.o.properties or [p for p in props if not rtl or props[p].rtl]
+        names = self.o.properties or [p for p in props if not rtl or self.o.dut in props[p].duts]
         pairs = []
         for name in names:
             prop = props[name]
@@ -184,7 +184,7 @@ class Run:
             pairs += [Pair(prop, c) for c in configs]
         if not pairs:
             raise UsageError("nothing to fuzz: no selected property runs on the selected configs"
-                             + (f" (target {self.o.target} runs rtl properties on nv_small only)" if rtl else ""))
+                             + (f" (target {self.o.target} runs the properties of DUT {self.o.dut} on nv_small only)" if rtl else ""))
         return pairs
 
     # ---- progress and listing
@@ -330,10 +330,11 @@ class Run:
         if unknown:
             raise UsageError(f"unknown property {unknown[0]!r}; properties: {', '.join(props)}")
         if self.o.target != "golden":
-            no_rtl = [p for p in self.o.properties if not props[p].rtl]
+            no_rtl = [p for p in self.o.properties if self.o.dut not in props[p].duts]
             if no_rtl:
-                raise UsageError(f"property {no_rtl[0]!r} has no RTL counterpart (target {self.o.target}); "
-                                 f"rtl properties: {', '.join(p for p in props if props[p].rtl)}")
+                raise UsageError(f"property {no_rtl[0]!r} does not run on DUT {self.o.dut} (its RTL lacks the "
+                                 f"engine); properties for {self.o.dut}: "
+                                 f"{', '.join(p for p in props if self.o.dut in props[p].duts)}")
         pairs = self.pairs(props)
         self.say(f"fuzz seed: {self.o.seed}")
         selection = [f"--property {p}" for p in self.o.properties] + [f"--config {c}" for c in self.o.configs]
@@ -403,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Differential fuzzing of the golden engines (and the RTL) with hypothesis.")
     p.add_argument("--seconds", type=float, default=60.0, help="time budget (default 60)")
     p.add_argument("--target", default="golden", choices=TARGETS,
-                   help="golden: golden vs the reference math; verilator/icarus: RTL vs golden (rtl properties)")
+                   help="golden: golden vs the reference math; verilator/icarus: RTL vs golden (the properties whose engines the --dut has)")
     p.add_argument("--dut", metavar="NAME",
                    help="DUT on a simulator target: rtl (ours, default) or nvdla-nv_small (default: $DLA_DUT)")
     p.add_argument("--seed", type=int, help="run seed (default: $FUZZ_SEED, else random)")

@@ -198,17 +198,19 @@ def build_conv(hw: HwConfig, layer: programs.ConvLayer) -> Built:
 
 
 # ---- registrations ----------------------------------------------------------------------------------------
-def _property(name: str, engine: str, configs: tuple[str, ...], strategy, build, rtl: bool = False) -> Property:
+def _property(name: str, engine: str, configs: tuple[str, ...], strategy, build, duts: tuple[str, ...] = ()) -> Property:
     return register(Property(
         name=name, engine=engine, configs=configs, strategy=strategy, check=make_check(build),
-        to_json=serialize.to_json, from_json=serialize.from_json, program=make_program(build), rtl=rtl,
+        to_json=serialize.to_json, from_json=serialize.from_json, program=make_program(build), duts=duts,
     ))
 
 
-CONV = _property("conv", "CONV", CONFIGS, conv_layers, build_conv)
-SDP = _property("sdp", "SDP", CONFIGS, sdp_layers, build_sdp, rtl=True)
+#: DUTs with each engine: our RTL has PDP and SDP; NVDLA's nv_small all four (it has no BDMA or Rubik).
+_OURS_AND_NVDLA, _NVDLA = ("rtl", "nvdla-nv_small"), ("nvdla-nv_small",)
+CONV = _property("conv", "CONV", CONFIGS, conv_layers, build_conv, duts=_NVDLA)
+SDP = _property("sdp", "SDP", CONFIGS, sdp_layers, build_sdp, duts=_OURS_AND_NVDLA)
 SDP_Y = _property("sdp_y", "SDP", EW_CONFIGS, lambda hw: sdp_y_layers(hw, with_x2=True), build_sdp)
-PDP = _property("pdp", "PDP", CONFIGS, pdp_examples, build_pdp, rtl=True)
-CDP = _property("cdp", "CDP", CONFIGS, lrn_layers, build_cdp)
+PDP = _property("pdp", "PDP", CONFIGS, pdp_examples, build_pdp, duts=_OURS_AND_NVDLA)
+CDP = _property("cdp", "CDP", CONFIGS, lrn_layers, build_cdp, duts=_NVDLA)
 #: This module's properties (the registry also holds other modules').
 ENGINE_PROPERTIES = (CONV, SDP, SDP_Y, PDP, CDP)

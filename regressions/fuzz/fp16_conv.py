@@ -106,7 +106,7 @@ def _program(build):
 def _property(name: str, strategy, build) -> Property:
     return register(Property(
         name=name, engine="CONV", configs=CONFIGS, strategy=strategy, check=_check(build),
-        to_json=serialize.to_json, from_json=serialize.from_json, program=_program(build), rtl=False,
+        to_json=serialize.to_json, from_json=serialize.from_json, program=_program(build),
     ))
 
 

@@ -98,7 +98,7 @@ def program(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> tuple[programs_f
 def _property(name: str, strategy) -> Property:
     return register(Property(
         name=name, engine="SDP", configs=FP16_CONFIGS, strategy=strategy, check=check,
-        to_json=serialize.to_json, from_json=serialize.from_json, program=program, rtl=False,
+        to_json=serialize.to_json, from_json=serialize.from_json, program=program,
     ))
 
 

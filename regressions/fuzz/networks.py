@@ -735,4 +735,4 @@ def check_network(hw: HwConfig, spec: NetSpec) -> None:
 
 PROPERTY = register(Property(
     name="network", engine="network", configs=("nv_small", "nv_medium_512", "nv_full"),
-    strategy=networks, check=check_network, to_json=to_json, from_json=from_json, program=None, rtl=False))
+    strategy=networks, check=check_network, to_json=to_json, from_json=from_json, program=None))

@@ -36,8 +36,14 @@ class Property:
     #: Register program of an example plus the reference's expected output bytes: makes replayable
     #: traces and drives RTL targets. None for properties that are not one register program.
     program: Callable[[HwConfig, Any], tuple[Any, bytes]] | None = None
-    #: Whether golden == RTL applies (the engine exists in our RTL).
-    rtl: bool = False
+    #: Named DUTs (``tb.duts.NAMED_DUTS``) whose RTL has this engine, so golden == RTL applies on them:
+    #: ``rtl`` (ours: PDP, SDP), ``nvdla-nv_small`` (NVDLA's: CONV, SDP, PDP, CDP).
+    duts: tuple[str, ...] = ()
+
+    @property
+    def rtl(self) -> bool:
+        """Whether the property runs on some simulated DUT."""
+        return bool(self.duts)
 
 
 PROPERTIES: dict[str, Property] = {}

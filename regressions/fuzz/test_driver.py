@@ -31,7 +31,7 @@ def run(capsys, argv: list[str], environ: dict[str, str] | None = None) -> tuple
     (["--seconds", "soon"], {}, "invalid float value"),
     (["--property", "nope"], {}, "unknown property 'nope'"),
     (["--config", "nv_tiny"], {}, "unknown config 'nv_tiny'"),
-    (["--target", "verilator", "--property", "cdp"], {}, "no RTL counterpart"),
+    (["--target", "verilator", "--property", "cdp"], {}, "does not run on DUT rtl"),
     (["--target", "questa"], {}, "invalid choice"),
     (["--property", "sdp_y", "--config", "nv_small"], {}, "nothing to fuzz"),
     (["--examples", "0"], {}, "--examples must be at least 1"),

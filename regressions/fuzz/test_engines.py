@@ -36,7 +36,8 @@ def test_every_engine_property_is_registered_with_its_program() -> None:
     for prop in engines.ENGINE_PROPERTIES:
         assert PROPERTIES[prop.name] is prop
         assert prop.program is not None
-        assert prop.rtl == (prop.name in ("sdp", "pdp"))
+        assert ("rtl" in prop.duts) == (prop.name in ("sdp", "pdp"))
+        assert ("nvdla-nv_small" in prop.duts) == (prop.name in ("conv", "sdp", "pdp", "cdp"))
         assert set(prop.configs) <= set(PRESETS)
     assert all(get_config(c).sdp_ew for c in engines.SDP_Y.configs)
 

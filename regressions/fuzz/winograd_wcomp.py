@@ -9,7 +9,7 @@
   uncompressed weights: decompression is lossless and in the hardware's order.
 
 Both examples are one DRAM program, so a saved failure carries a replayable trace checking the reference's
-CRC. Our RTL has neither feature (``rtl=False``).
+CRC. Neither our RTL nor NVDLA's nv_small has these features (no ``duts``).
 """
 from __future__ import annotations
 
