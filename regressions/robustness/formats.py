@@ -82,6 +82,24 @@ def proto_mutations(seed: Seed) -> st.SearchStrategy[bytes]:
     return st.one_of(binary_mutations(seed), structured)
 
 
+def prototxt_mutations(seed: Seed) -> st.SearchStrategy[bytes]:
+    """Text noise (mostly stopped by the text parser) and structured changes printed back as text, so they
+    reach the converter."""
+    from google.protobuf import text_format
+
+    assert seed.message is not None
+    structured = mutate.mutated_message(seed.message).map(lambda m: text_format.MessageToString(m).encode())
+    return st.one_of(text_mutations(seed), structured)
+
+
+def json_mutations(seed: Seed) -> st.SearchStrategy[bytes]:
+    """Text noise and values of the wrong JSON type (a string scale, a list, NaN, 1e999)."""
+    import json
+
+    structured = mutate.mutated_json(json.loads(seed.data)).map(lambda doc: json.dumps(doc).encode())
+    return st.one_of(text_mutations(seed), structured)
+
+
 def _loadable_container(payload: bytes, major: int) -> bytes:
     from runtime.loadable import HEADER, MAGIC
 
@@ -202,11 +220,16 @@ def _caffe_files(workdir: Path, name: str) -> tuple[Path, Path]:
 
 
 def _prototxt_seeds(workdir: Path) -> list[Seed]:
+    from google.protobuf import text_format
+
+    from compiler.proto import caffe_pb2
+
     out = []
     for name in MODEL_SEEDS:
         prototxt, caffemodel = _caffe_files(workdir, name)
-        out.append(Seed(f"zoo/{name}.prototxt", prototxt.read_bytes(), (caffemodel,)))
-        out.append(Seed(f"zoo/{name}.prototxt (random weights)", prototxt.read_bytes()))
+        msg = text_format.Parse(prototxt.read_text(), caffe_pb2.NetParameter())
+        out.append(Seed(f"zoo/{name}.prototxt", prototxt.read_bytes(), (caffemodel,), message=msg))
+        out.append(Seed(f"zoo/{name}.prototxt (random weights)", prototxt.read_bytes(), message=msg))
     return out
 
 
@@ -332,12 +355,12 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("plusargs", "plusargs.txt", _plusargs_seeds, text_mutations, _parse_txn),
     Format("txn_data", "surface.dat", _txn_data_seeds, text_mutations, _parse_txn_data),
     Format("onnx", "model.onnx", _onnx_seeds, proto_mutations, _parse_onnx),
-    Format("prototxt", "net.prototxt", _prototxt_seeds, text_mutations, _parse_caffe),
+    Format("prototxt", "net.prototxt", _prototxt_seeds, prototxt_mutations, _parse_caffe),
     Format("caffemodel", "net.caffemodel", _caffemodel_seeds, proto_mutations, _parse_caffe),
     Format("loadable", "net.dla", _loadable_seeds, loadable_mutations, _parse_loadable),
     Format("nvdla", "net.nvdla", _nvdla_seeds, binary_mutations, _parse_nvdla),
     Format("array", "input.npy", _array_seeds, binary_mutations, _parse_array),
-    Format("calib_table", "calib.json", _calib_table_seeds, text_mutations, _parse_calib_table),
+    Format("calib_table", "calib.json", _calib_table_seeds, json_mutations, _parse_calib_table),
 )}
 
 

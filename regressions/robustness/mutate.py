@@ -265,3 +265,43 @@ def mutated_message(seed: Message, max_steps: int = 3) -> st.SearchStrategy[Mess
         return msg
 
     return build()
+
+
+# ---- structured JSON mutators -------------------------------------------------------------------------------
+#: Values of every JSON type, including ones Python's json reads but no schema wants (NaN, 1e999, huge ints).
+JSON_VALUES = ("abc", "", [], [1.0], {}, {"scale": 1.0}, None, True, False, 0, -1, 1e999, -1e999, math.nan, 10 ** 400,
+               1e-320, 2 ** 64)
+
+
+def _json_slots(value: Any, out: list[tuple[Any, Any]]) -> None:
+    """(container, key) of every value inside ``value``."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, sub in items:
+        out.append((value, key))
+        _json_slots(sub, out)
+
+
+def mutated_json(seed: Any, max_steps: int = 3) -> st.SearchStrategy[Any]:
+    """A deep copy of the JSON value ``seed`` with one to ``max_steps`` values replaced by any JSON type, keys
+    dropped or renamed."""
+    import copy
+
+    @st.composite
+    def build(draw: Draw) -> Any:
+        doc = copy.deepcopy(seed)
+        for _ in range(draw(st.integers(1, max_steps))):
+            slots: list[tuple[Any, Any]] = []
+            _json_slots(doc, slots)
+            if not slots:
+                return draw(st.sampled_from(JSON_VALUES))
+            container, key = slots[draw(st.integers(0, len(slots) - 1))]
+            action = draw(st.sampled_from(("value", "value", "drop", "rename")))
+            if action == "value":
+                container[key] = copy.deepcopy(draw(st.sampled_from(JSON_VALUES)))
+            elif action == "drop":
+                del container[key]
+            elif isinstance(container, dict):
+                container[draw(st.sampled_from(("scale", "min", "max", "", "x")))] = container.pop(key)
+        return doc
+
+    return build()

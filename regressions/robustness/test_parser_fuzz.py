@@ -183,3 +183,40 @@ def test_fixed_crash_stays_fixed(repro: Reproducer, seed_dir: Path, tmp_path: Pa
         assert message is None
     else:
         assert message is not None and repro.expect in message, message
+
+
+# ---- the same inputs through the dla CLI: exit 2, the file named, no traceback, no "internal error" ----------
+def _argv(repro: str, path: Path, seed_dir: Path) -> list[str]:
+    """The dla command that reads the reproducer's file (models and loadables it needs come from the seeds)."""
+    def seed_file(fmt: str, name: str) -> str:
+        out = path.parent / name
+        out.write_bytes(seeds_of(FORMATS[fmt], seed_dir)[0].data)
+        return str(out)
+
+    return {
+        "cfg-invalid-utf8": lambda: ["trace", str(path), "--config", "nv_small", "-j", "1", "-q"],
+        "txn-invalid-utf8": lambda: ["trace", str(path), "--config", "nv_full", "-j", "1", "-q"],
+        "plusargs-invalid-utf8": lambda: ["trace", str(path.parent / "input.txn"), "--config", "nv_full", "-j", "1",
+                                          "-q"],
+        "onnx-initializer-dims": lambda: ["compile", str(path), "--config", "nv_small", "-o", str(path.parent / "o.dla")],
+        "npz-bad-crc": lambda: ["run", seed_file("loadable", "seed.dla"), "--input", str(path)],
+        "calib-scale-not-a-number": lambda: ["compile", seed_file("onnx", "seed.onnx"), "--config", "nv_small",
+                                             "--calib-table", str(path), "-o", str(path.parent / "o.dla")],
+    }[repro]()
+
+
+@pytest.mark.parametrize("repro", [r for r in REPRODUCERS if r.id in ("cfg-invalid-utf8", "txn-invalid-utf8",
+                                   "plusargs-invalid-utf8", "onnx-initializer-dims", "npz-bad-crc",
+                                   "calib-scale-not-a-number")], ids=lambda r: r.id)
+def test_cli_refuses_in_one_line(repro: Reproducer, seed_dir: Path, tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from runtime.cli import main
+
+    fmt = FORMATS[repro.format]
+    seed_file = seeds_of(fmt, seed_dir)[0]
+    path = materialise(tmp_path / "case", fmt, seed_file, repro.make(seed_file))
+    rc = main(_argv(repro.id, path, seed_dir))
+    out, err = capsys.readouterr()
+    assert rc == 2, out + err
+    assert path.name in err, err
+    assert "Traceback" not in out + err and "internal error" not in out + err, out + err
