@@ -3,13 +3,21 @@ model shapes, calibration counts) is checked against one limit *before* anything
 two-line input cannot ask for 8 GB and take the machine down with it.
 
 The limit is, in order: the value given to :func:`set_max_memory` (``--max-memory``), ``$DLA_MAX_MEMORY``,
-else half of the machine's physical memory. Sizes read like ``512M``, ``8G``, ``1.5GiB`` or plain bytes.
+else half of the memory this process may use: the machine's physical memory, or less when an address-space
+limit (``ulimit -v``, RLIMIT_AS) or a cgroup memory limit says so. Sizes read like ``512M``, ``8G``,
+``1.5GiB`` or plain bytes.
 """
 from __future__ import annotations
 
 import os
 import re
 from functools import lru_cache
+from pathlib import Path
+
+try:
+    import resource
+except ImportError:  # not on every platform: then no address-space limit is known
+    resource = None  # type: ignore[assignment]
 
 from golden.errors import DlaError
 
@@ -56,6 +64,31 @@ def physical_memory() -> int:
         return 8 << 30
 
 
+@lru_cache(maxsize=1)
+def cgroup_memory_limit() -> int | None:
+    """The memory limit of this process's cgroup (v2 ``memory.max``, v1 ``memory.limit_in_bytes``), or None."""
+    for name in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            return int(Path(name).read_text().strip())
+        except (OSError, ValueError):  # absent, or "max"
+            continue
+    return None
+
+
+def usable_memory() -> int:
+    """Bytes this process may use: physical memory, capped by RLIMIT_AS and the cgroup limit. A budget above
+    what the process can map would let a declared size through only to die of MemoryError."""
+    usable = physical_memory()
+    if resource is not None:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            usable = min(usable, soft)
+    cgroup = cgroup_memory_limit()
+    if cgroup:
+        usable = min(usable, cgroup)
+    return usable
+
+
 def set_max_memory(nbytes: int | None) -> None:
     """Set (or with None, clear) the process-wide limit, e.g. from ``--max-memory``."""
     global _override
@@ -72,7 +105,7 @@ def max_memory() -> int:
             return parse_size(env)
         except ValueError:
             pass  # a malformed variable must not turn every run into an error; the default holds
-    return physical_memory() // 2
+    return usable_memory() // 2
 
 
 def check_size(what: str, nbytes: int, limit: int | None = None) -> int:

@@ -530,7 +530,7 @@ def _max_memory_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-memory", type=_memory_size, metavar="SIZE",
                         help="memory budget (e.g. 512M, 8G): inputs declaring more (trace memories, data files, "
                              "loadable regions, model tensors, calibration) are refused in one line (default "
-                             "$DLA_MAX_MEMORY, else half the RAM)")
+                             "$DLA_MAX_MEMORY, else half the RAM or of ulimit -v)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -325,8 +325,9 @@ def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
             pattern = args[3].strip()
             if pattern not in FILL_PATTERNS:
                 raise TraceError(path, lineno, f"unknown mem_init pattern {pattern!r} (known: {', '.join(FILL_PATTERNS)})")
+            fill = FILL_PATTERNS[pattern]  # zeros allocate nothing in a sparse memory; other fills do
             cmds.append(MemInit(lineno, _mem(args[0], path, lineno), parse_extent(args[1], path, lineno, "mem_init base"),
-                                parse_extent(args[2], path, lineno, "mem_init size", allocates=True), FILL_PATTERNS[pattern]))
+                                parse_extent(args[2], path, lineno, "mem_init size", allocates=fill != 0), fill))
         elif op == "mem_load":
             need(3)
             cmds.append(MemLoad(lineno, _mem(args[0], path, lineno), parse_extent(args[1], path, lineno, "mem_load base"),
@@ -343,7 +344,7 @@ def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
             need(5)
             cmds.append(CheckCrc(lineno, args[0].strip(), _mem(args[1], path, lineno),
                                  parse_extent(args[2], path, lineno, "check_crc base"),
-                                 parse_extent(args[3], path, lineno, "check_crc size", allocates=True),
+                                 parse_extent(args[3], path, lineno, "check_crc size"),  # CRCs read in blocks
                                  _number(args[4], path, lineno, "crc")))
         elif op == "check_file":
             need(5)

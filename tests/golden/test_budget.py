@@ -21,7 +21,7 @@ def test_bad_sizes_are_value_errors(text):
 
 def test_limit_order_override_then_env_then_machine(monkeypatch):
     monkeypatch.delenv("DLA_MAX_MEMORY", raising=False)
-    assert max_memory() == budget.physical_memory() // 2
+    assert max_memory() == budget.usable_memory() // 2 <= budget.physical_memory() // 2
     monkeypatch.setenv("DLA_MAX_MEMORY", "1G")
     assert max_memory() == 1 << 30
     set_max_memory(1 << 20)
@@ -40,3 +40,10 @@ def test_check_size_names_what_asked(monkeypatch):
     with pytest.raises(ValueError, match="negative"):
         check_size("y", -1)
     assert format_size(12) == "12 bytes"
+
+
+def test_default_follows_an_address_space_limit(monkeypatch):
+    """Under ``ulimit -v 4G`` the default budget is 2 GiB, whatever the machine's RAM."""
+    monkeypatch.delenv("DLA_MAX_MEMORY", raising=False)
+    monkeypatch.setattr(budget.resource, "getrlimit", lambda which: (4 << 30, budget.resource.RLIM_INFINITY))
+    assert max_memory() == min(budget.physical_memory(), 4 << 30) // 2

@@ -52,9 +52,10 @@ FOUR_GIB_CRC = "check_crc(NONE, pri_mem, 0x80000000, 0x100000000, {crc:#010x});"
 
 
 def test_four_gib_zero_init_and_crc_cost_nothing(tmp_path):
-    """NVDLA semantics kept: 4 GiB of zeros initialised and CRC-checked in a few MB, and the CRC is right."""
+    """NVDLA semantics kept: 4 GiB of zeros initialised and CRC-checked in a few MB (within a 64 MiB budget),
+    and the CRC is right."""
     d = trace_dir(tmp_path, [FOUR_GIB_INIT.format(fill="ALL_ZERO"), FOUR_GIB_CRC.format(crc=crc32_zeros(0, 1 << 32))])
-    child = run_dla("trace", str(d))
+    child = run_dla("trace", "--max-memory", "64M", str(d))
     print(f"\n  4 GiB zero init + crc: {child.seconds:.2f} s, peak RSS {child.max_rss >> 20} MiB")
     assert child.returncode == 0, child.stdout + child.stderr
     assert "1 passed" in child.stdout
@@ -67,9 +68,11 @@ def test_four_gib_mem_init_over_the_budget_names_the_line(tmp_path):
             f"{d / 'bomb.cfg'}:1: mem_init size: 4 GiB {BUDGET_LINE} 1 GiB")
 
 
-def test_check_crc_over_the_budget_names_the_line(tmp_path):
-    d = trace_dir(tmp_path, ["mem_init(pri_mem, 0x80000000, 0x10, ALL_ONE);", FOUR_GIB_CRC.format(crc=0)])
-    refused(run_dla("trace", "--max-memory", "1G", str(d)), f"bomb.cfg:2: check_crc size: 4 GiB {BUDGET_LINE}")
+def test_default_budget_follows_the_address_space_limit(tmp_path):
+    """No --max-memory: under the children's 4 GiB RLIMIT_AS the budget is 2 GiB, so a 4 GiB fill is refused
+    by name instead of dying of MemoryError."""
+    d = trace_dir(tmp_path, [FOUR_GIB_INIT.format(fill="ALL_ONE"), FOUR_GIB_CRC.format(crc=0)])
+    refused(run_dla("trace", str(d)), f"bomb.cfg:1: mem_init size: 4 GiB {BUDGET_LINE} 2 GiB")
 
 
 def test_pages_written_while_playing_count_against_the_budget(tmp_path):
