@@ -57,7 +57,8 @@ class Attack:
     family: str
     #: Builds the attack's files in a fresh temp dir (``setup(workdir, material)``), returns the command.
     setup: Callable[[Path, object], Scenario]
-    #: Exit codes that keep the promise: 2 bad input, 1 a failing trace, 130/143 a signal, 0 accepted.
+    #: Exit codes (as a shell sees them: killed by signal N is 128 + N) that keep the promise: 2 bad input,
+    #: 1 a failing trace, 130/143 SIGINT/SIGTERM, 0 accepted.
     exits: frozenset[int] = frozenset({2})
     #: In the fast subset `make test` runs (each takes well under 2 s on an idle machine).
     quick: bool = False
@@ -79,6 +80,11 @@ class Run:
     survivors: list[str] = field(default_factory=list)
     missing_reports: list[str] = field(default_factory=list)
     setup_error: str = ""
+
+    @property
+    def shell_exit(self) -> int | None:
+        """The exit status as ``$?`` shows it: a child killed by signal N is 128 + N."""
+        return 128 - self.exit if self.exit is not None and self.exit < 0 else self.exit
 
     @property
     def stderr_lines(self) -> list[str]:
@@ -111,8 +117,9 @@ def broken_promises(attack: Attack, scenario: Scenario | None, run: Run) -> list
     text = run.stdout + run.stderr
     if run.hung:
         broken.append(f"hang (> {HANG_SECONDS:.0f} s, killed)")
-    elif run.exit not in attack.exits:
-        broken.append(f"exit {run.exit} (want {'/'.join(map(str, sorted(attack.exits)))})")
+    elif run.shell_exit not in attack.exits:
+        killed = f" (killed by signal {-run.exit})" if run.exit is not None and run.exit < 0 else ""
+        broken.append(f"exit {run.shell_exit}{killed} (want {'/'.join(map(str, sorted(attack.exits)))})")
     if "Traceback" in text:
         broken.append("traceback")
     if "internal error" in text:

@@ -41,12 +41,12 @@ class Verdict:
         head = f"{'PASS' if self.kept else 'BROKEN':<6} [{self.attack.family}] {self.attack.name}"
         if self.broken:
             head += f" -- {'; '.join(self.broken)}"
-        return f"{head}\n         exit {self.run.exit}, {self.run.seconds:.1f} s, {self.run.peak_rss_mb:.0f} MB: {_clip(self.run.line)!r}"
+        return f"{head}\n         exit {self.run.shell_exit}, {self.run.seconds:.1f} s, {self.run.peak_rss_mb:.0f} MB: {_clip(self.run.line)!r}"
 
     def to_json(self) -> dict:
         r = self.run
         return {"name": self.attack.name, "family": self.attack.family, "kept": self.kept, "broken": self.broken,
-                "command": self.command, "exit": r.exit, "seconds": round(r.seconds, 3),
+                "command": self.command, "exit": r.shell_exit, "killed_by_signal": -r.exit if r.exit is not None and r.exit < 0 else None, "seconds": round(r.seconds, 3),
                 "peak_rss_mb": round(r.peak_rss_mb, 1), "line": _clip(r.line, 1000), "stderr": r.stderr[-2000:],
                 "stdout": r.stdout[-2000:]}
 

@@ -44,6 +44,7 @@ def test_the_judge_flags_each_broken_promise():
     assert broken_promises(attack, scenario, _run(exit=1, stderr="dla: internal error KeyError: 'x'\n")) \
         == ["exit 1 (want 2)", "internal error"]
     assert broken_promises(attack, scenario, _run(peak_rss_mb=900.0)) == ["peak RSS 900 MB > 500 MB"]
+    assert broken_promises(attack, scenario, _run(exit=-9, stderr="")) == ["exit 137 (killed by signal 9) (want 2)", "no line"]
     assert broken_promises(attack, scenario, _run(stderr="usage: dla\ndla: error: bad\n")) == \
         ["argparse usage block (1 lines) before the error line", "line does not name m.onnx"]
 
@@ -73,4 +74,4 @@ def test_bad_input_keeps_the_promise(attack: Attack, sweep_root):
     material, root = sweep_root
     scenario, run, broken = execute(attack, material, root)
     assert not broken, (f"{'; '.join(broken)}\n  command: dla {' '.join(scenario.argv) if scenario else '?'}\n"
-                        f"  exit {run.exit}, {run.seconds:.1f} s, {run.peak_rss_mb:.0f} MB\n  line: {run.line[:500]}")
+                        f"  exit {run.shell_exit}, {run.seconds:.1f} s, {run.peak_rss_mb:.0f} MB\n  line: {run.line[:500]}")

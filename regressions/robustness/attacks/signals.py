@@ -1,5 +1,5 @@
 """Signals: a worker of `dla trace -j 2` killed, the parent terminated, interrupted or killed, and Ctrl-C
-or SIGTERM during compile and run. The promise: 130 (SIGINT) / 143 (SIGTERM), the traces that finished
+or SIGTERM during compile and run. The promise: 130 (SIGINT) / 143 (SIGTERM) as the shell sees them, the traces that finished
 reported (--json written), a killed worker an ERROR naming the signal, no traceback, no partial file,
 and no process left behind (workers die with their parent)."""
 from __future__ import annotations
@@ -63,14 +63,14 @@ def attacks() -> list[Attack]:
         _trace("SIGTERM one worker", Signal(term, "worker", first), frozenset({1}), fail_names=("SIGTERM",)),
         _trace("SIGTERM the parent", Signal(term, "parent", first), frozenset({143})),
         _trace("SIGINT the parent", Signal(intr, "parent", first), frozenset({130})),
-        _trace("SIGKILL the parent (workers must die too)", Signal(kill, "parent", first), frozenset({-9}),
+        _trace("SIGKILL the parent (workers must die too)", Signal(kill, "parent", first), frozenset({137}),
                report=False),
         _trace("SIGTERM the parent", Signal(term, "parent", first), frozenset({143}), jobs=1),
         _trace("SIGINT the parent", Signal(intr, "parent", first), frozenset({130}), jobs=1),
         _trace("SIGTERM the parent before any trace finished", Signal(term, "parent", None, delay=1.5),
                frozenset({143})),
         _compile("SIGINT", Signal(intr, "parent", None, delay=3.0), frozenset({130})),
-        _compile("SIGTERM", Signal(term, "parent", None, delay=3.0), frozenset({143, -15})),
+        _compile("SIGTERM", Signal(term, "parent", None, delay=3.0), frozenset({143})),
         _run("SIGINT", Signal(intr, "parent", None, delay=3.0), frozenset({130})),
-        _run("SIGTERM", Signal(term, "parent", None, delay=3.0), frozenset({143, -15})),
+        _run("SIGTERM", Signal(term, "parent", None, delay=3.0), frozenset({143})),
     ]

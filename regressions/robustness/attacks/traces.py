@@ -27,14 +27,16 @@ def _line_of(text: str | bytes, needle: str | bytes) -> int:
 
 
 def _cfg(name: str, edit: Edit, needle: str | bytes | None, also: tuple[str, ...] = (),
-         exits: frozenset[int] = BAD_INPUT, quick: bool = False) -> Attack:
-    """An edit of the PDP trace's .cfg; the line must name ``t.cfg:N`` for the line holding ``needle``."""
+         exits: frozenset[int] = BAD_INPUT, quick: bool = False, names_cfg: bool = True) -> Attack:
+    """An edit of the PDP trace's .cfg; the line must name ``t.cfg:N`` for the line holding ``needle``
+    (or only ``also`` when not ``names_cfg``: an error in a file the .cfg points at names that file)."""
     def setup(workdir: Path, material: Material) -> Scenario:
         rel = pdp_trace(workdir, material, edit)
         cfg = trace_cfg(rel)
         text = (workdir / cfg).read_bytes()
         where = f"{cfg}:{_line_of(text, needle if isinstance(needle, bytes) else needle.encode())}" if needle else cfg
-        return Scenario(["trace", str(rel), "--json", "report.json"], names=(where, *also), fail_names=("t:",),
+        return Scenario(["trace", str(rel), "--json", "report.json"], names=(where, *also) if names_cfg else also,
+                        fail_names=("t:",),
                         reports=(Path("report.json"),))
     return Attack(f".cfg: {name}", FAMILY, setup, exits, quick=quick)
 
@@ -139,7 +141,7 @@ def attacks() -> list[Attack]:
         _cfg("a 10 MB register name", _long_line, "S_XXXX"),
         _cfg("binary garbage", lambda t: bytes(range(256)) * 64, None),
         _cfg("mem_load of ../../../../etc/passwd", sub("pdp_12x9x19_8x3_ave_int8_0_in.dat", "../../../../../../../etc/passwd"),
-             None, ("etc/passwd",), exits=frozenset({1, 2})),
+             None, ("etc/passwd",), exits=frozenset({1, 2}), names_cfg=False),
         _cfg("mem_load of /dev/zero by absolute path", sub("pdp_12x9x19_8x3_ave_int8_0_in.dat", "/dev/zero"),
              "/dev/zero", exits=frozenset({1, 2})),
     ]
