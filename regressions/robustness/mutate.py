@@ -43,7 +43,10 @@ def flip_byte(draw: Draw, data: bytes) -> bytes:
     if not data:
         return data
     i = draw(st.integers(0, len(data) - 1))
-    value = draw(st.one_of(st.integers(0, 7).map(lambda bit: data[i] ^ (1 << bit)), st.integers(0, 255)))
+    if draw(st.booleans()):
+        value = data[i] ^ (1 << draw(st.integers(0, 7)))  # one bit, as a disk or a cable flips it
+    else:
+        value = draw(st.integers(0, 255))
     return data[:i] + bytes([value]) + data[i + 1:]
 
 
@@ -181,16 +184,36 @@ def _is_repeated(fd: FieldDescriptor) -> bool:
     return bool(repeated) if repeated is not None else fd.label == FieldDescriptor.LABEL_REPEATED
 
 
-def set_fields(msg: Message) -> list[tuple[Message, FieldDescriptor]]:
-    """Every (message, field) that is set, depth first; repeated message fields count once and recurse."""
-    out: list[tuple[Message, FieldDescriptor]] = []
-    for fd, value in msg.ListFields():
-        out.append((msg, fd))
-        if fd.type == FieldDescriptor.TYPE_MESSAGE:
-            for sub in (value if _is_repeated(fd) else [value]):
-                if hasattr(sub, "ListFields"):  # map entries are plain dict-like containers
-                    out.extend(set_fields(sub))
-    return out
+def string_values(msg: Message, limit: int = 500) -> list[str]:
+    """Up to ``limit`` string values set anywhere in ``msg`` (names a mutation can swap in: a tensor, region
+    or layer name where another was meant)."""
+    out: list[str] = []
+    todo = [msg]
+    while todo and len(out) < limit:
+        m = todo.pop()
+        for fd, value in m.ListFields():
+            if fd.type == FieldDescriptor.TYPE_STRING:
+                out.extend(value if _is_repeated(fd) else [value])
+            elif fd.type == FieldDescriptor.TYPE_MESSAGE:
+                todo.extend(v for v in (value if _is_repeated(fd) else [value]) if hasattr(v, "ListFields"))
+    return out[:limit]
+
+
+def pick_field(draw: Draw, msg: Message) -> tuple[Message, FieldDescriptor] | None:
+    """A set field reached by a random descent from the root (stopping at a message field one time in
+    four): cost grows with the depth of the message, not its size, so a 500 KB loadable mutates fast."""
+    while True:
+        fields = msg.ListFields()
+        if not fields:
+            return None
+        fd, value = fields[draw(st.integers(0, len(fields) - 1))]
+        if fd.type != FieldDescriptor.TYPE_MESSAGE or draw(st.integers(0, 3)) == 0:
+            return msg, fd
+        if _is_repeated(fd):
+            if len(value) == 0 or fd.message_type.GetOptions().map_entry:
+                return msg, fd
+            value = value[draw(st.integers(0, len(value) - 1))]
+        msg = value
 
 
 def _scalar(draw: Draw, fd: FieldDescriptor, old: Any, strings: list[str]) -> Any:
@@ -205,27 +228,27 @@ def _scalar(draw: Draw, fd: FieldDescriptor, old: Any, strings: list[str]) -> An
         return draw(st.one_of(st.just(""), st.sampled_from(strings or [""]), st.text(max_size=8)))
     if fd.type == FieldDescriptor.TYPE_BYTES:
         raw = bytes(old) if isinstance(old, (bytes, bytearray)) else b""
-        return draw(st.one_of(st.just(b""), st.integers(0, len(raw)).map(lambda n: raw[:n]),
-                              st.binary(max_size=16).map(lambda junk: raw + junk)))
+        how = draw(st.sampled_from(("empty", "cut", "extend")))
+        if how == "cut":
+            return raw[:draw(st.integers(0, len(raw)))]
+        return raw + draw(st.binary(max_size=16)) if how == "extend" else b""
     return old
 
 
-def mutate_message(draw: Draw, msg: Message) -> None:
+def mutate_message(draw: Draw, msg: Message, strings: list[str]) -> None:
     """One structured change in place: a scalar set to a boundary value, a repeated entry dropped, doubled or
     swapped, or a field cleared. Values protobuf itself refuses (a closed enum's unknown value) are skipped."""
-    fields = set_fields(msg)
-    if not fields:
+    picked = pick_field(draw, msg)
+    if picked is None:
         return
-    parent, fd = fields[draw(st.integers(0, len(fields) - 1))]
-    strings = [getattr(m, f.name) for m, f in fields[:200]
-               if f.type == FieldDescriptor.TYPE_STRING and not _is_repeated(f)]
+    parent, fd = picked
     action = draw(st.sampled_from(("set", "set", "set", "clear", "drop", "double", "swap")))
     try:
         if action == "clear":
             parent.ClearField(fd.name)
         elif _is_repeated(fd):
             items = getattr(parent, fd.name)
-            if len(items) == 0 or getattr(fd, "message_type", None) and fd.message_type.GetOptions().map_entry:
+            if len(items) == 0 or fd.type == FieldDescriptor.TYPE_MESSAGE and fd.message_type.GetOptions().map_entry:
                 return
             i = draw(st.integers(0, len(items) - 1))
             if action == "drop":
@@ -255,13 +278,14 @@ def mutate_message(draw: Draw, msg: Message) -> None:
 
 def mutated_message(seed: Message, max_steps: int = 3) -> st.SearchStrategy[Message]:
     """A copy of ``seed`` after one to ``max_steps`` structured mutations."""
+    strings = string_values(seed)
 
     @st.composite
     def build(draw: Draw) -> Message:
         msg = type(seed)()
         msg.CopyFrom(seed)
         for _ in range(draw(st.integers(1, max_steps))):
-            mutate_message(draw, msg)
+            mutate_message(draw, msg, strings)
         return msg
 
     return build()

@@ -68,34 +68,46 @@ def seeds_of(fmt: Format, seed_dir: Path) -> list[Seed]:
 
 
 def run_case(fmt: Format, case: Case, directory: Path, *, timed: bool = True) -> str | None:
-    """Materialise and parse one mutated file (timed for the throughput summary); the directory is kept
-    when the reader crashes."""
+    """Write and parse one mutated file (timed for the throughput summary). ``directory`` is reused by every
+    example of a seed; a crashing input is copied out (with its companions' links) and the copy named."""
     start = time.perf_counter()
     path = materialise(directory, fmt, case.seed, case.data)
     try:
         message = check(fmt, path)
-    except Crash:
-        raise
     except Exception as exc:
-        raise Crash(f"{fmt.name} ({case!r}): {type(exc).__name__}: {exc} -- input kept at {path}") from exc
+        kept = directory.parent / f"crash-{hashlib.sha1(case.data).hexdigest()[:10]}"
+        shutil.copytree(directory, kept, symlinks=True, dirs_exist_ok=True)
+        if isinstance(exc, Crash):
+            raise Crash(f"{exc} -- input kept in {kept}") from exc
+        raise Crash(f"{fmt.name} ({case!r}): {type(exc).__name__}: {exc} -- input kept in {kept}") from exc
     if timed:
         throughput.record(fmt.name, time.perf_counter() - start, message is not None)
-    shutil.rmtree(directory, ignore_errors=True)
     return message
+
+
+def cases(seeds: list[Seed], fmt: Format) -> st.SearchStrategy[tuple[int, Case]]:
+    """(seed index, mutated file): each seed's mutation strategy is built once, not per example."""
+    per_seed = [fmt.mutations(s) for s in seeds]
+
+    @st.composite
+    def build(draw) -> tuple[int, Case]:
+        i = draw(st.integers(0, len(seeds) - 1))
+        return i, Case(seeds[i], draw(per_seed[i]))
+
+    return build()
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_reader_survives_mutations(name: str, seed_dir: Path, tmp_path: Path) -> None:
     fmt = FORMATS[name]
     seeds = seeds_of(fmt, seed_dir)
-    counter = iter(range(1 << 62))
-    cases = st.sampled_from(seeds).flatmap(lambda s: fmt.mutations(s).map(lambda data: Case(s, data)))
 
     @settings(max_examples=PER_FORMAT, deadline=None, database=None, derandomize=not FUZZ_SEED,
               suppress_health_check=list(HealthCheck))
-    @given(case=cases)
-    def mutated(case: Case) -> None:
-        run_case(fmt, case, tmp_path / f"example{next(counter)}")
+    @given(case=cases(seeds, fmt))
+    def mutated(case: tuple[int, Case]) -> None:
+        index, example = case
+        run_case(fmt, example, tmp_path / f"seed{index}")
 
     if FUZZ_SEED:
         mutated = seed(int(FUZZ_SEED, 0))(mutated)
