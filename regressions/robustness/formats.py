@@ -4,13 +4,12 @@ them or raises one of *our* error types, whose one-line message names the file; 
 IndexError, a UnicodeDecodeError, numpy refusing a shape) is a crash the user would see as "internal error".
 
 NVDLA's traces are read in place from the shared folder (never copied); companion files a reader opens beside
-the mutated one (a trace's data files, a prototxt's caffemodel) are symlinked into each example's directory.
+the mutated one (a trace's data files, a prototxt's caffemodel) are symlinked beside it.
 Generated seeds (zoo models, a compiled loadable, NVDLA flatbuffer loadables) are built once per session.
 """
 from __future__ import annotations
 
 import os
-import struct
 import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -39,6 +38,7 @@ MAX_MEMORY = 256 << 20
 
 
 def nvdla_traces() -> Path:
+    """NVDLA's trace folders (one per hardware config): ``$NVDLA_TRACES``, else the shared copy."""
     return Path(os.environ.get("NVDLA_TRACES", Path(__file__).resolve().parents[3] / "shared" / "nvdla" / "traces"))
 
 
@@ -100,7 +100,8 @@ def json_mutations(seed: Seed) -> st.SearchStrategy[bytes]:
     return st.one_of(text_mutations(seed), structured)
 
 
-def _loadable_container(payload: bytes, major: int) -> bytes:
+def loadable_container(payload: bytes, major: int) -> bytes:
+    """``payload`` in our loadable's header with a matching length and crc (mutations stay past the crc)."""
     from runtime.loadable import HEADER, MAGIC
 
     return HEADER.pack(MAGIC, major, len(payload), zlib.crc32(payload)) + payload
@@ -114,8 +115,8 @@ def loadable_mutations(seed: Seed) -> st.SearchStrategy[bytes]:
     assert seed.message is not None
     payload = seed.message.SerializeToString()
     structured = mutate.mutated_message(seed.message).map(
-        lambda m: _loadable_container(m.SerializeToString(), LOADABLE_VERSION[0]))
-    raw = mutate.mutated(payload, mutate.BYTE_MUTATORS).map(lambda p: _loadable_container(p, LOADABLE_VERSION[0]))
+        lambda m: loadable_container(m.SerializeToString(), LOADABLE_VERSION[0]))
+    raw = mutate.mutated(payload, mutate.BYTE_MUTATORS).map(lambda p: loadable_container(p, LOADABLE_VERSION[0]))
     return st.one_of(binary_mutations(seed), structured, structured, raw)
 
 
@@ -125,19 +126,15 @@ def _regmap(config: str):
     return register_map(get_config(config).address_map)
 
 
-def _read(path: Path) -> bytes:
-    return path.read_bytes()
-
-
 def _cfg_seeds(_: Path) -> list[Seed]:
     root = nvdla_traces() / "nv_small"
-    return [Seed(f"nv_small/{p.parent.name}/{p.name}", _read(p)) for p in sorted(root.glob("*/*.cfg"))]
+    return [Seed(f"nv_small/{p.parent.name}/{p.name}", p.read_bytes()) for p in sorted(root.glob("*/*.cfg"))]
 
 
 def _dat_seeds(_: Path) -> list[Seed]:
     root = nvdla_traces() / "nv_small"
     small = [p for p in sorted(root.glob("*/*.dat")) if p.stat().st_size <= 16 << 10]
-    return [Seed(f"nv_small/{p.parent.name}/{p.name}", _read(p)) for p in small]
+    return [Seed(f"nv_small/{p.parent.name}/{p.name}", p.read_bytes()) for p in small]
 
 
 def _txn_dirs() -> list[Path]:
@@ -145,19 +142,19 @@ def _txn_dirs() -> list[Path]:
 
 
 def _txn_seeds(_: Path) -> list[Seed]:
-    return [Seed(f"nv_full/{d.name}/input.txn", _read(d / "input.txn"),
+    return [Seed(f"nv_full/{d.name}/input.txn", (d / "input.txn").read_bytes(),
                  tuple(p for p in sorted(d.iterdir()) if p.name != "input.txn")) for d in _txn_dirs()]
 
 
 def _plusargs_seeds(_: Path) -> list[Seed]:
-    return [Seed(f"nv_full/{d.name}/plusargs.txt", _read(d / "plusargs.txt"),
+    return [Seed(f"nv_full/{d.name}/plusargs.txt", (d / "plusargs.txt").read_bytes(),
                  tuple(p for p in sorted(d.iterdir()) if p.name != "plusargs.txt"))
             for d in _txn_dirs() if (d / "plusargs.txt").is_file()]
 
 
 def _txn_data_seeds(_: Path) -> list[Seed]:
     files = [p for d in _txn_dirs() for p in sorted(d.glob("*.dat")) if p.stat().st_size <= 32 << 10]
-    return [Seed(f"nv_full/{p.parent.name}/{p.name}", _read(p)) for p in files]
+    return [Seed(f"nv_full/{p.parent.name}/{p.name}", p.read_bytes()) for p in files]
 
 
 def _parse_cfg(path: Path) -> object:

@@ -20,8 +20,10 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from golden import budget
-from regressions.robustness import throughput
-from regressions.robustness.formats import FORMATS, MAX_MEMORY, Crash, Format, Seed, check, materialise
+from regressions.robustness import mutate, throughput
+from regressions.robustness.formats import (FORMATS, MAX_MEMORY, Crash, Format, Seed, loadable_container, check,
+                                            materialise)
+from runtime.loadable import LoadableError
 
 TOTAL_EXAMPLES = int(os.environ.get("ROBUSTNESS_EXAMPLES", "1000"))
 PER_FORMAT = max(1, TOTAL_EXAMPLES // len(FORMATS))
@@ -124,6 +126,30 @@ def test_seed_files_are_accepted(seed_dir: Path, tmp_path: Path) -> None:
         seeds = _SEEDS.get(fmt.name) or fmt.seeds(seed_dir)
         for i, s in enumerate(seeds):
             assert run_case(fmt, Case(s, s.data), tmp_path / f"{fmt.name}{i}", timed=False) is None, (fmt.name, s.label)
+
+
+def test_structured_loadable_mutations_reach_the_checks(seed_dir: Path, tmp_path: Path) -> None:
+    """Payload mutations are re-wrapped with a valid header, so the reader gets past the crc to protobuf
+    decoding and check_loadable (byte noise alone would almost always stop at "corrupted")."""
+    from runtime.loadable import decode_loadable
+
+    fmt = FORMATS["loadable"]
+    loadable = seeds_of(fmt, seed_dir)[0]
+    payloads = mutate.mutated_message(loadable.message).map(lambda m: loadable_container(m.SerializeToString(), 1))
+    stopped_by_header: list[str] = []
+
+    @settings(max_examples=50, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(data=payloads)
+    def decode(data: bytes) -> None:
+        try:
+            decode_loadable(data, "net.dla")
+        except LoadableError as exc:
+            if any(w in str(exc) for w in ("corrupted", "truncated", "bad magic", "trailing bytes")):
+                stopped_by_header.append(str(exc))
+
+    decode()
+    assert not stopped_by_header, stopped_by_header[:3]
 
 
 # ---- crashes found by the fuzzer (and the report of issue 15), fixed: the smallest input of each ------------
