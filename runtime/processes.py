@@ -14,9 +14,10 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 #: ``prctl`` option: the signal this process gets when its parent thread exits (linux/prctl.h).
 PR_SET_PDEATHSIG = 1
@@ -41,6 +42,8 @@ def _raise_terminated(signum: int, frame: object) -> None:
 def raise_on_sigterm() -> Callable[[], None]:
     """From now on SIGTERM raises ``Terminated`` (a KeyboardInterrupt) in the main thread; returns the
     function that puts the previous handler back."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread handles signals
+        return lambda: None
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     return lambda: signal.signal(signal.SIGTERM, previous)
 
@@ -55,10 +58,50 @@ def sigterm_as_interrupt() -> Iterator[None]:
         restore()
 
 
+class StopRequests:
+    """While inside, Ctrl-C and SIGTERM raise ``KeyboardInterrupt``/``Terminated`` as usual and are also
+    remembered, so that an interrupt that library code swallowed or turned into another error (hypothesis
+    does, when it lands mid-example) still stops the run at the next ``check()``."""
+
+    def __init__(self) -> None:
+        self.pending: KeyboardInterrupt | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: object) -> None:
+        self.pending = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        raise self.pending
+
+    def _unraisable(self, unraisable: Any) -> None:
+        """An interrupt raised inside a callback that cannot raise (a gc callback) is dropped by Python with
+        a traceback on stderr; ``check()`` raises it again, so say nothing."""
+        if unraisable.exc_value is None or unraisable.exc_value is not self.pending:
+            self._previous_hook(unraisable)
+
+    def __enter__(self) -> StopRequests:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.signal(s, self._handler) for s in (signal.SIGINT, signal.SIGTERM)}
+            self._previous_hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+        if self._previous:
+            sys.unraisablehook = self._previous_hook
+
+    def check(self) -> None:
+        """Raise the interrupt that arrived, if one did."""
+        if self.pending is not None:
+            raise self.pending
+
+
 @contextlib.contextmanager
 def deferred_interrupts() -> Iterator[None]:
     """Once a run is stopping, a second Ctrl-C or SIGTERM must not cut its clean-up short: both are
     ignored while inside."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield

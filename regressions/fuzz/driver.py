@@ -11,8 +11,8 @@ pair is not fuzzed further in this run. On a simulator target, properties naming
 ``engines.RTL_CONFIG``: a batch of examples becomes traces checking golden's output CRC, all played in
 one simulation (``runtime.suite.run_batch``); a trace that fails is saved (no shrinking on RTL).
 
-Exit status: 0 no failures, 1 failures, 2 usage or setup errors (one line on stderr) or an interrupted run
-without failures.
+Exit status: 0 no failures, 1 failures, 2 usage or setup errors (one line on stderr); 130 after Ctrl-C and
+143 after SIGTERM (the table of what ran is printed first; simulations are stopped, none outlives the run).
 """
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ from golden.config import PRESETS, HwConfig, get_config
 from regressions.fuzz import found as found_mod
 from regressions.fuzz.properties import Property, load
 from regressions.reference.arith import OutsideCmodDomain
+from runtime.processes import StopRequests, interrupt_exit_code
 
 #: Examples per chunk, by chunk index (the last repeats): short first chunks start every pair soon.
 CHUNKS = (10, 20, 40, 80, 100)
@@ -162,6 +163,7 @@ class Run:
         self.start = time.monotonic()
         self._last_progress = self.start
         self._listing: TextIO | None = None
+        self.stop = StopRequests()
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -238,6 +240,7 @@ class Run:
             except HypothesisException as err:  # e.g. every example rejected: note it and move on
                 result = ChunkResult(count)
                 pair.errors.append(found_mod.first_line(err))
+            self.stop.check()  # an interrupt hypothesis swallowed or turned into an error is not a failure
             pair.seconds += time.monotonic() - t0
             pair.chunks += 1
             pair.examples += result.generated
@@ -349,14 +352,15 @@ class Run:
                  + ", ".join(f"{p.prop.name}@{p.config}" for p in pairs))
         if self.o.list_examples is not None:
             self._listing = open(self.o.list_examples, "w")
-        interrupted = False
+        interrupted: KeyboardInterrupt | None = None
         try:
-            if self.o.target == "golden":
-                self.fuzz_golden(pairs)
-            else:
-                self.fuzz_rtl(pairs)
-        except KeyboardInterrupt:
-            interrupted = True
+            with self.stop:  # Ctrl-C and CI's SIGTERM end the run; the table of what ran is still printed
+                if self.o.target == "golden":
+                    self.fuzz_golden(pairs)
+                else:
+                    self.fuzz_rtl(pairs)
+        except KeyboardInterrupt as exc:
+            interrupted = exc
             self.say("interrupted: reporting what ran")
         finally:
             if self._listing is not None:
@@ -369,9 +373,10 @@ class Run:
                 self.say(f"note: {p.prop.name} on {p.config}: {err}")
         if self.failures:
             self.say(f"{len(self.failures)} failure(s); seed {self.o.seed}")
+        if interrupted is not None:
+            return interrupt_exit_code(interrupted)
+        if self.failures:
             return 1
-        if interrupted:
-            return 2
         self.say(f"no failures in {time.monotonic() - self.start:.1f} s")
         return 0
 
@@ -468,9 +473,9 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return 2
+        return interrupt_exit_code(exc)
     except Exception as exc:
         from runtime.suite import TargetSetupError
 
