@@ -105,6 +105,9 @@ class Outcome:
     traceback: str = ""
     #: Target-specific figures (simulators: cycles, sim time, CSB traffic); omitted from JSON when empty.
     metrics: dict = field(default_factory=dict)
+    #: True when the process playing the trace died (a signal, the OOM killer): says nothing about the
+    #: trace or the target; omitted from JSON when False.
+    lost: bool = False
 
     def line(self) -> str:
         text = f"{self.status:<5} {self.name}"
@@ -116,6 +119,8 @@ class Outcome:
         out = asdict(self)
         if not out["metrics"]:
             del out["metrics"]
+        if not out["lost"]:
+            del out["lost"]
         return out
 
 
@@ -184,7 +189,7 @@ def classify(result: PlayResult) -> tuple[str, str, list[dict]]:
 def _lost(job: tuple[str, str, str], why: str) -> Outcome:
     """The outcome of a trace whose worker never answered: died, or was stopped over its budget."""
     cfg, config, target = job
-    return Outcome(trace_name(cfg), cfg, config, target, ERROR, why)
+    return Outcome(trace_name(cfg), cfg, config, target, ERROR, why, lost=True)
 
 
 def run_suite(jobs: list[tuple[str, str, str]], workers: int = 1,

@@ -338,7 +338,8 @@ def _wait_for(i: int, job: tuple[str, str, str], result: Path, shard: _Shard, si
             if unplayed and unplayed[0].index != i:
                 return None
             return Outcome(trace_name(job[0]), job[0], job[1], simulator, ERROR,
-                           f"simulator {exit_text(run.returncode)} while playing this trace (log {run.log})")
+                           f"simulator {exit_text(run.returncode)} while playing this trace (log {run.log})",
+                           lost=True)
         detail = f"simulation ended before this trace ran ({why or f'simulator {exit_text(run.returncode)}'}; " \
                  f"log {shard.directory / 'sim.log'})"
         tail = run.log_tail() if run else ""

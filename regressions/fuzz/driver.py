@@ -301,6 +301,9 @@ class Run:
                 if not pair.failed and jobs:
                     outcomes = list(run_batch(self.o.target, jobs, workers=1, options={"dut_name": self.o.dut}))
                     for example, outcome in zip(examples, outcomes):
+                        if outcome.lost:  # its simulator died (a signal, the OOM killer): no verdict on the RTL
+                            pair.errors.append(f"{outcome.name}: {outcome.detail}")
+                            continue
                         if outcome.status != PASS:
                             self.fail(pair, f"RTL ({self.o.target}) differs from golden: {outcome.status} "
                                       f"{outcome.detail}", example, cseed, extra={"target": self.o.target})

@@ -114,3 +114,14 @@ def test_kill_9_of_the_driver_takes_its_simulator_with_it(tmp_path: Path) -> Non
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=HANG_GUARD_S)
     assert not still_alive_later(running)
+
+
+@pytest.mark.skipif(not available("icarus"), reason="iverilog not installed")
+def test_a_killed_simulator_is_a_note_not_an_rtl_failure(tmp_path: Path) -> None:
+    proc = start(tmp_path, "--target", "icarus", "--property", "sdp", "--examples", "20")  # one batch
+    (victim, *_) = wait_for_simulator(proc)
+    os.kill(victim, signal.SIGKILL)
+    out, err = proc.communicate(timeout=HANG_GUARD_S)
+    assert proc.returncode == 0, out + err
+    assert "FAIL" not in out and not (tmp_path / "found").exists()
+    assert "simulator killed by SIGKILL while playing this trace" in out and "note: sdp on nv_small: " in out

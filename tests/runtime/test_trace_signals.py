@@ -129,6 +129,7 @@ def test_a_killed_worker_is_an_error_naming_the_signal(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["summary"] == lines[-1] and len(doc["traces"]) == 6
     assert sorted(t["status"] for t in doc["traces"]) == ["ERROR", "FAIL", "PASS", "PASS", "PASS", "PASS"]
+    assert [t["status"] for t in doc["traces"] if t.get("lost")] == ["ERROR"]  # the process died, not the trace
     assert "worker killed by SIGKILL" in (tmp_path / "r.xml").read_text()
     assert not {p for p in workers if alive(p)}
 
