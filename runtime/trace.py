@@ -264,6 +264,20 @@ def _string(tok: str, path: Path, line: int) -> str:
     return t[1:-1]
 
 
+def data_file_path(trace: Path, name: str, line: int) -> Path:
+    """The data file a command names, beside the trace. A name no file system can hold (a NUL byte, a
+    component over NAME_MAX) is a ``TraceError`` now, not an OSError/ValueError from the first stat later."""
+    file = trace.parent / name
+    try:
+        os.stat(file)
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # absent: the trace is N/A (``missing_files``)
+    except (OSError, ValueError) as exc:
+        shown = name if len(name) <= 60 else f"{name[:60]}..."
+        raise TraceError(trace, line, f"data file name {shown!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    return file
+
+
 def _mem(tok: str, path: Path, line: int) -> str:
     t = tok.strip()
     if t not in MEM_NAMES:
@@ -319,7 +333,7 @@ def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
         elif op == "mem_init":
             if len(args) == 3:  # mem_init(mem, base, "file")
                 cmds.append(MemLoad(lineno, _mem(args[0], path, lineno), parse_extent(args[1], path, lineno, "mem_init base"),
-                                    path.parent / _string(args[2], path, lineno)))
+                                    data_file_path(path, _string(args[2], path, lineno), lineno)))
                 continue
             need(4)
             pattern = args[3].strip()
@@ -331,7 +345,7 @@ def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
         elif op == "mem_load":
             need(3)
             cmds.append(MemLoad(lineno, _mem(args[0], path, lineno), parse_extent(args[1], path, lineno, "mem_load base"),
-                                path.parent / _string(args[2], path, lineno)))
+                                data_file_path(path, _string(args[2], path, lineno), lineno)))
         elif op == "intr_notify":
             need(2)
             source = args[0].strip()
@@ -351,7 +365,7 @@ def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
             cmds.append(CheckFile(lineno, args[0].strip(), _mem(args[1], path, lineno),
                                   parse_extent(args[2], path, lineno, "check_file base"),
                                   parse_extent(args[3], path, lineno, "check_file size", allocates=True),
-                                  path.parent / _string(args[4], path, lineno)))
+                                  data_file_path(path, _string(args[4], path, lineno), lineno)))
         elif op == "check_nothing":
             need(1)
             cmds.append(CheckNothing(lineno, args[0].strip()))

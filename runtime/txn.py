@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from golden.regs import RegisterMap
-from runtime.trace import Cmd, RegWrite, Trace, TraceError, parse_extent, read_trace_text
+from runtime.trace import Cmd, RegWrite, Trace, TraceError, data_file_path, parse_extent, read_trace_text
 
 #: nvdlav1 CSB word addresses carry this prefix (``0xffff0000 | byte >> 2``).
 CSB_WORD_PREFIX = 0xFFFF0000
@@ -213,7 +213,7 @@ def parse_txn(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
             return r.full_name, byte, r.name
 
         def data(tok: str, size: int, what: str) -> tuple[Path, bytes]:
-            file = path.parent / tok
+            file = data_file_path(path, tok, lineno)
             if not file.is_file():  # reported by ``missing_files`` (N/A, as for a .cfg trace)
                 return file, b""
             payload = parse_txn_data(file)

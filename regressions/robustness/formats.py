@@ -158,9 +158,12 @@ def _txn_data_seeds(_: Path) -> list[Seed]:
 
 
 def _parse_cfg(path: Path) -> object:
+    """Parse, then look for the data files as ``dla trace`` does before playing."""
     from runtime.trace import parse_cfg
 
-    return parse_cfg(path, _regmap("nv_small"))
+    trace = parse_cfg(path, _regmap("nv_small"))
+    trace.missing_files()
+    return trace
 
 
 def _parse_dat(path: Path) -> object:
@@ -172,7 +175,9 @@ def _parse_dat(path: Path) -> object:
 def _parse_txn(path: Path) -> object:
     from runtime.txn import parse_txn
 
-    return parse_txn(path.parent / "input.txn", _regmap("nv_full"))
+    trace = parse_txn(path.parent / "input.txn", _regmap("nv_full"))
+    trace.missing_files()
+    return trace
 
 
 def _parse_txn_data(path: Path) -> object:
