@@ -153,7 +153,8 @@ def read_calib_table(path: Path) -> dict[str, float]:
 
 def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = None, calib_table: dict | None = None,
                   quant: str = "per-filter", dump_passes: Path | None = None,
-                  log: Callable[[str], None] = lambda m: None) -> tuple[object, Graph, CompileContext]:
+                  log: Callable[[str], None] = lambda m: None,
+                  progress: Callable[[str], None] = lambda m: None) -> tuple[object, Graph, CompileContext]:
     """Compile an IR graph; returns (Loadable proto, lowered graph, context). Tests use the graph and the
     context (scales, plan) to replay single layers."""
     from compiler.emit import emit_loadable
@@ -164,7 +165,7 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
         hw = get_config(hw_name)
     except (KeyError, ValueError):
         raise CompileError("", f"unknown hardware config {hw_name!r} (known: {', '.join(sorted(PRESETS))})") from None
-    ctx = CompileContext(hw=hw, quant=quant, log=log, amax=dict(calib_table or {}))
+    ctx = CompileContext(hw=hw, quant=quant, log=log, progress=progress, amax=dict(calib_table or {}))
     ctx.calib_inputs = calib_inputs if calib_inputs is not None else random_inputs(g, DEFAULT_CALIB_RANDOM)
     pm = PassManager(PIPELINE, dump_passes)
     g = pm.run(g, ctx)
@@ -174,9 +175,12 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
 
 def compile_model(model: Path, *, weights: Path | None = None, config: str, calib_images: Path | None = None,
                   calib_random: int | None = None, calib_table: Path | None = None, quant: str = "per-filter",
-                  dump_passes: Path | None = None, log: Callable[[str], None] = print):
-    """Compile a Caffe or ONNX model for a hardware preset; raises CompileError on bad input."""
+                  dump_passes: Path | None = None, log: Callable[[str], None] = print,
+                  progress: Callable[[str], None] = lambda m: None):
+    """Compile a Caffe or ONNX model for a hardware preset; raises CompileError on bad input. ``progress``
+    hears what is being done ("loading the model", "pass 3/9: quantize") for a status line."""
     t0 = time.perf_counter()
+    progress(f"loading {model}")
     g = load_model(model, weights)
     log(f"loaded {model} ({len(g.nodes)} layers) in {time.perf_counter() - t0:.2f} s")
     check_model_sizes(g)
@@ -194,6 +198,6 @@ def compile_model(model: Path, *, weights: Path | None = None, config: str, cali
         if feeds is None:
             feeds = random_inputs(g, 8)  # for tensors the table does not name
     ld, _, _ = compile_graph(g, config, calib_inputs=feeds, calib_table=table, quant=quant,
-                             dump_passes=dump_passes, log=log)
+                             dump_passes=dump_passes, log=log, progress=progress)
     log(f"compiled for {config} in {time.perf_counter() - t0:.2f} s")
     return ld

@@ -34,7 +34,9 @@ from runtime.inputs import (
     parse_normalize,
     write_rawdump,
 )
+from runtime.deadline import DEFAULT_COMMAND_BUDGET_S, DeadlineExceeded, wall_clock
 from runtime.processes import deferred_interrupts, interrupt_exit_code, raise_on_sigterm
+from runtime.status import StatusLine
 from runtime.strict import KnownIncomplete, strict_outcome
 from runtime.trace import find_traces
 from runtime.suite import (
@@ -257,6 +259,9 @@ def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
     def run(args: argparse.Namespace) -> int:
         try:
             return func(args)
+        except DeadlineExceeded as exc:  # a legal job too big for its --timeout: not bad input
+            print(f"dla: {exc}", file=sys.stderr)
+            return 1
         except _user_errors() as exc:
             print(f"dla: {exc}", file=sys.stderr)
             return 2
@@ -271,6 +276,19 @@ def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
             return 1
 
     return run
+
+
+def _command_budget(seconds: float | None) -> float | None:
+    """The wall-clock budget of a compile or run: ``--timeout``, else the default; None for 0."""
+    if seconds is not None and seconds < 0:
+        raise UserError(f"--timeout {seconds:g}: must not be negative")
+    return (DEFAULT_COMMAND_BUDGET_S if seconds is None else seconds) or None
+
+
+def _add_timeout(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help=f"wall-clock budget of the {what}: past it, one line saying what was running and "
+                             f"exit 1 (default {DEFAULT_COMMAND_BUDGET_S:g}; 0 = none)")
 
 
 def _load_array(path: Path) -> np.ndarray | dict[str, np.ndarray]:
@@ -333,13 +351,28 @@ def cmd_compile(args: argparse.Namespace) -> int:
         from compiler.driver import compile_model
     except ImportError as exc:
         raise UserError(f"the compiler is not available: {exc}") from None
-    msg = compile_model(
-        model, weights=weights, config=args.config,
-        calib_images=Path(args.calib_images) if args.calib_images else None,
-        calib_random=args.calib_random,
-        calib_table=Path(args.calib_table) if args.calib_table else None,
-        quant=args.quant, dump_passes=Path(args.dump_passes) if args.dump_passes else None, log=print,
-    )
+    status, doing = StatusLine(), ["loading the model"]
+
+    def log(line: str) -> None:
+        status.clear()
+        print(line, flush=True)
+
+    def progress(step: str) -> None:
+        doing[:] = [step]
+        status.show(step, force=True)
+
+    try:
+        with wall_clock(_command_budget(args.timeout), "dla compile", doing):
+            msg = compile_model(
+                model, weights=weights, config=args.config,
+                calib_images=Path(args.calib_images) if args.calib_images else None,
+                calib_random=args.calib_random,
+                calib_table=Path(args.calib_table) if args.calib_table else None,
+                quant=args.quant, dump_passes=Path(args.dump_passes) if args.dump_passes else None, log=log,
+                progress=progress,
+            )
+    finally:
+        status.clear()  # before any error line
     try:
         check_loadable(msg, "the compiled loadable")
     except LoadableError as exc:  # not the user's file: nothing was written to it
@@ -416,14 +449,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     from runtime.profile import Profile
 
     profile = Profile() if args.profile or sim else None
+    status, doing = StatusLine(), ["starting"]
+
+    def task_done(done: int, total: int, task) -> None:  # golden: one call per task of every sample
+        doing[:] = [f"task {done}/{total} ({task.name})"]
+        status.show(doing[0])
     start = time.perf_counter()
     try:
-        results = net.run(inputs, target=args.target, profile=profile, **rtl_run)
+        with wall_clock(_command_budget(args.timeout), "dla run", doing):
+            results = net.run(inputs, target=args.target, profile=profile, progress=task_done, **rtl_run)
     except TargetSetupError as exc:  # no simulator, no RTL: the user's setup
         raise UserError(str(exc)) from None
     except TargetRunError as exc:  # the DUT failed (build error, hang): a failure, not bad input
         print(f"dla: {exc}", file=sys.stderr)
         return 1
+    finally:
+        status.clear()  # before any error line
     seconds = time.perf_counter() - start
     batch = next(iter(results.values())).shape[0] if results else 0
     cycles = profile.totals()["cycles"] if profile is not None and sim else None
@@ -592,6 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--emit-trace", metavar="DIR",
                    help="also write one NVDLA trace per DLA task for --input (DIR/<config>/task_*)")
     c.add_argument("--input", metavar="X.npy", help="the input for --emit-trace (float NCHW)")
+    _add_timeout(c, "compile")
     _max_memory_option(c)
     c.set_defaults(func=cmd_compile)
 
@@ -610,6 +652,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--topk", type=int, metavar="K", help="print the top K classes of the first output per sample")
     r.add_argument("--rawdump", metavar="DIR",
                    help="write every output of every sample raw to DIR (.f32, .int8, .dimg files; index.json)")
+    _add_timeout(r, "run")
     nv = r.add_argument_group("NVDLA loadables (flatbuffer .nvdla files from NVDLA's compiler)")
     nv.add_argument("--config", choices=sorted(PRESETS), help="hardware config the loadable is for (required)")
     nv.add_argument("--dimg", metavar="OUTDIR", help="write the outputs as NVDLA DIMG files o_000000.dimg, ...")

@@ -18,6 +18,8 @@ class CompileContext:
     hw: HwConfig
     quant: str = "per-filter"  # or "per-kernel"
     log: Callable[[str], None] = lambda msg: None
+    #: hears "pass i/n: name" before each pass (a terminal's status line; long compiles show they move)
+    progress: Callable[[str], None] = lambda msg: None
     #: per-tensor absolute maxima from calibration (filled by the driver before quantization)
     amax: dict[str, float] = field(default_factory=dict)
     #: per-channel mean of each tensor over the calibration inputs (bias correction)
@@ -44,6 +46,7 @@ class PassManager:
     def run(self, g: Graph, ctx: CompileContext) -> Graph:
         self._dump("00_input.txt", g)
         for i, (name, fn) in enumerate(self.passes, 1):
+            ctx.progress(f"pass {i}/{len(self.passes)}: {name}")
             t0 = time.perf_counter()
             g = fn(g, ctx)
             self.times[name] = time.perf_counter() - t0

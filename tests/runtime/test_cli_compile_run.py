@@ -48,7 +48,7 @@ def stub_compiler(monkeypatch):
     module.result = pool_loadable  # type: ignore[attr-defined]
 
     def compile_model(model, *, weights, config, calib_images=None, calib_random=None, calib_table=None,
-                      quant="per-filter", dump_passes=None, log=print):
+                      quant="per-filter", dump_passes=None, log=print, progress=lambda step: None):
         calls.append(dict(model=model, weights=weights, config=config, calib_images=calib_images,
                           calib_random=calib_random, calib_table=calib_table, quant=quant, dump_passes=dump_passes))
         log("stub: compiling")
