@@ -180,6 +180,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
     results = run_batch(args.target, jobs, workers, options) if batch else run_suite(jobs, workers, budget)
     interrupted: KeyboardInterrupt | None = None
     restore_sigterm = raise_on_sigterm()  # SIGTERM (CI) ends the run like Ctrl-C, the report still written
+    if progress:  # before the first trace ends, which may take long
+        sys.stderr.write(f"[0/{len(jobs)}] running ...")
+        sys.stderr.flush()
     try:
         for i, out in enumerate(results, 1):
             out = strict_outcome(out, known) if strict else out
