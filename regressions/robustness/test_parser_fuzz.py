@@ -100,7 +100,7 @@ def cases(seeds: list[Seed], fmt: Format) -> st.SearchStrategy[tuple[int, Case]]
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
-def test_reader_survives_mutations(name: str, seed_dir: Path, tmp_path: Path) -> None:
+def test_reader_survives_mutations(name: str, seed_dir: Path, tmp_path: Path, record_property) -> None:
     fmt = FORMATS[name]
     seeds = seeds_of(fmt, seed_dir)
 
@@ -118,6 +118,9 @@ def test_reader_survives_mutations(name: str, seed_dir: Path, tmp_path: Path) ->
         mutated()
     finally:
         throughput.record_wall(name, time.perf_counter() - start)
+        rate = throughput.RATES.get(name, throughput.Rate())
+        record_property("examples", rate.examples)  # in the JUnit XML, so the figure survives xdist and regress
+        record_property("examples_per_second", round(rate.per_second, 1))
 
 
 def test_seed_files_are_accepted(seed_dir: Path, tmp_path: Path) -> None:

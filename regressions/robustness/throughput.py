@@ -37,6 +37,21 @@ def record_wall(fmt: str, seconds: float) -> None:
     RATES.setdefault(fmt, Rate()).wall += seconds
 
 
+def dump() -> dict[str, list[float]]:
+    """The rates as plain data, for an xdist worker to hand to the controller (``workeroutput``)."""
+    return {name: [r.examples, r.refused, r.parse, r.wall] for name, r in RATES.items()}
+
+
+def merge(data: dict[str, list[float]] | None) -> None:
+    """Add a worker's ``dump`` to this process's rates."""
+    for name, (examples, refused, parse, wall) in (data or {}).items():
+        rate = RATES.setdefault(name, Rate())
+        rate.examples += int(examples)
+        rate.refused += int(refused)
+        rate.parse += parse
+        rate.wall += wall
+
+
 def summary() -> list[str]:
     """One line per format and a total, for the terminal summary."""
     if not RATES:
