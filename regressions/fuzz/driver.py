@@ -472,7 +472,9 @@ def main(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
     environ = dict(os.environ if environ is None else environ)
     try:
         options = parse(argv, environ)
-        return Run(options).main()
+        run = Run(options)
+        with run.stop:  # from the first line printed on, Ctrl-C and SIGTERM end the run with its table
+            return run.main()
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
