@@ -24,6 +24,8 @@ from golden.errors import DlaError
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 _override: int | None = None
+#: The environment variable that sets the budget when ``--max-memory`` is not given.
+MAX_MEMORY_ENV = "DLA_MAX_MEMORY"
 
 
 class MemoryBudgetError(DlaError):
@@ -33,6 +35,11 @@ class MemoryBudgetError(DlaError):
         self.what, self.nbytes, self.limit = what, nbytes, limit
         super().__init__(f"{what}: {format_size(nbytes)} exceeds the memory budget of {format_size(limit)} "
                          "(raise it with --max-memory or DLA_MAX_MEMORY)")
+
+
+class BudgetSettingError(DlaError):
+    """``$DLA_MAX_MEMORY`` holds something that is not a size. Refused rather than ignored: whoever set it
+    meant to bound memory, and a typo must not silently leave the default (half the RAM) in force."""
 
 
 def parse_size(text: str) -> int:
@@ -96,15 +103,15 @@ def set_max_memory(nbytes: int | None) -> None:
 
 
 def max_memory() -> int:
-    """The limit in bytes now in force."""
+    """The limit in bytes now in force; BudgetSettingError when ``$DLA_MAX_MEMORY`` is not a size."""
     if _override is not None:
         return _override
-    env = os.environ.get("DLA_MAX_MEMORY")
+    env = os.environ.get(MAX_MEMORY_ENV)
     if env:
         try:
             return parse_size(env)
-        except ValueError:
-            pass  # a malformed variable must not turn every run into an error; the default holds
+        except ValueError as exc:
+            raise BudgetSettingError(f"{MAX_MEMORY_ENV}={exc}") from None
     return usable_memory() // 2
 
 

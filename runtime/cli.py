@@ -21,8 +21,10 @@ from typing import Callable, Iterator
 import numpy as np
 
 from dlaio import OutputError, check_output, input_files, write_atomic
-from golden.budget import MemoryBudgetError, parse_size, set_max_memory
+from dlaio.inputs import not_a_file
+from golden.budget import BudgetSettingError, MemoryBudgetError, max_memory, parse_size, set_max_memory
 from golden.config import PRESETS
+from runtime.arguments import OneLineParser, non_negative_int, non_negative_seconds
 from runtime.inputs import (
     IMAGE_SUFFIXES,
     InputError,
@@ -289,9 +291,17 @@ def _command_budget(seconds: float | None) -> float | None:
 
 
 def _add_timeout(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+    parser.add_argument("--timeout", type=non_negative_seconds, metavar="SECONDS",
                         help=f"wall-clock budget of the {what}: past it, one line saying what was running and "
                              f"exit 1 (default {DEFAULT_COMMAND_BUDGET_S:g}; 0 = none)")
+
+
+def _check_in(path: str | Path | None) -> None:
+    """Refuse an input that is not a regular file (missing, a folder, a FIFO, a device) before opening it:
+    ``PATH: not a regular file (a FIFO)``."""
+    why = path and not_a_file(path)
+    if why:
+        raise UserError(f"{path}: {why}")
 
 
 def _load_array(path: Path) -> np.ndarray | dict[str, np.ndarray]:
@@ -334,14 +344,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     model, out = Path(args.model), Path(args.output)
     weights = Path(args.weights) if args.weights else None
-    for given in (model, weights, args.calib_images and Path(args.calib_images),
-                  args.calib_table and Path(args.calib_table)):
-        if given and not given.exists():
-            raise UserError(f"{given}: no such file or directory")
+    for given in (model, weights, args.calib_table):
+        _check_in(given)
+    if args.calib_images and not Path(args.calib_images).exists():
+        raise UserError(f"{args.calib_images}: no such file or directory")
     if args.emit_trace and not args.input:
         raise UserError("--emit-trace needs --input X.npy (the input the traces are computed for)")
     if args.input and not args.emit_trace:
         raise UserError("--input is only used with --emit-trace")
+    _check_in(args.input)
     if args.calib_random is not None and args.calib_random <= 0:
         raise UserError(f"--calib-random {args.calib_random}: needs a positive number of samples")
     inputs = [model, *(p for p in (weights, args.calib_table, args.input) if p),
@@ -408,12 +419,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from runtime.nvdla.cli import run_nvdla
     from runtime.nvdla.run import is_nvdla_loadable
 
-    try:
-        with open(args.loadable, "rb") as f:
-            head = f.read(8)
-    except OSError:
-        load(args.loadable)  # the loadable reader words the error (no such file, ...)
-        raise
+    _check_in(args.loadable)  # a FIFO would block the read below forever
+    with open(args.loadable, "rb") as f:
+        head = f.read(8)
     inputs = [Path(args.loadable), *(Path(p) for spec in args.input or [] for p in {spec, spec.partition("=")[2]}
                                      if p)]
     inputs = input_files(inputs)  # a directory of images stands for its files
@@ -578,14 +586,14 @@ def _max_memory_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="dla", description="NVDLA co-verification suite")
+    ap = OneLineParser(prog="dla", description="NVDLA co-verification suite")
     sub = ap.add_subparsers(dest="command", required=True)
     t = sub.add_parser("trace", help="play NVDLA register-level traces (.cfg) on a target and check them")
     t.add_argument("paths", nargs="+", metavar="PATH", help="a trace directory, a .cfg, or a folder of traces")
     t.add_argument("--config", choices=sorted(PRESETS), help="hardware config (default: from the suite folder name)")
     t.add_argument("--target", default="golden",
                    help=f"target to run on (default golden; known: {', '.join(known_targets())})")
-    t.add_argument("-j", "--jobs", type=int, default=1, help="parallel processes (0 = one per core)")
+    t.add_argument("-j", "--jobs", type=non_negative_int, default=1, help="parallel processes (0 = one per core)")
     t.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     t.add_argument("--json", metavar="FILE", help="write a JSON report")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress line")
@@ -595,7 +603,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--known-incomplete", metavar="FILE",
                    help="traces allowed to miss data files under --strict (implies it): one <config>/<trace> "
                         "per line, # comments; e.g. regressions/lists/known-incomplete.txt")
-    t.add_argument("--timeout", type=float, metavar="SECONDS",
+    t.add_argument("--timeout", type=non_negative_seconds, metavar="SECONDS",
                    help="wall-clock budget of each trace, an ERROR when exceeded (default $DLA_TRACE_TIMEOUT, "
                         "else 900; 0 = none)")
     rtl = t.add_argument_group("simulator targets (--target icarus|verilator)")
@@ -701,6 +709,11 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "max_memory", None) is not None:
         set_max_memory(args.max_memory)
         os.environ["DLA_MAX_MEMORY"] = str(args.max_memory)  # -j workers and simulators inherit it
+    try:
+        max_memory()  # a malformed $DLA_MAX_MEMORY is refused here, before any work, not deep in a worker
+    except BudgetSettingError as exc:
+        print(f"dla: {exc}", file=sys.stderr)
+        return 2
     if getattr(args, "target", None) and args.target not in known_targets():
         print(f"dla: unknown target {args.target!r} (known: {', '.join(known_targets())})", file=sys.stderr)
         return 2

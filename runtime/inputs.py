@@ -25,6 +25,7 @@ from typing import IO, Iterable, Mapping, Sequence
 import numpy as np
 
 from dlaio import check_output, publish_dir
+from dlaio.inputs import not_a_file
 from golden.budget import check_size
 from golden.errors import DlaError
 
@@ -115,8 +116,9 @@ def _check_array_budget(path: Path) -> None:
 
 def load_array(path: Path) -> np.ndarray | dict[str, np.ndarray]:
     """A .npy array (or the arrays of a .npz by name), with the file named in any error."""
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
+    why = not_a_file(path)
+    if why:
+        raise InputError(f"{path}: {why}")
     try:
         _check_array_budget(path)
         data = np.load(path, allow_pickle=False)
@@ -161,6 +163,9 @@ def decode_image(path: Path, geometry: tuple[int, int, int], *, bgr: bool = Fals
     except ImportError:
         raise InputError(f"{path}: reading images needs Pillow (pip install Pillow)") from None
     channels, height, width = geometry
+    why = not_a_file(path)
+    if why:  # a FIFO would block Image.open forever
+        raise InputError(f"{path}: {why}")
     try:
         with Image.open(path) as img:
             img.load()  # decode now: truncated or corrupt data fails here, not later

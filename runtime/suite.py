@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import math
 import os
 import time
 import traceback
@@ -37,15 +38,17 @@ TRACE_BUDGET_ENV = "DLA_TRACE_TIMEOUT"
 
 def trace_budget(seconds: float | None = None) -> float | None:
     """The per-trace budget in seconds: ``seconds``, else ``$DLA_TRACE_TIMEOUT``, else the default; None
-    when that is 0 (no budget). Raises ValueError for a value that is not a number."""
+    when that is 0 (no budget). Raises ValueError, naming where it came from, for anything but a finite number >= 0."""
+    where = f"--timeout {seconds:g}" if seconds is not None else ""
     if seconds is None:
         raw = os.environ.get(TRACE_BUDGET_ENV, "").strip()
+        where = f"{TRACE_BUDGET_ENV}={raw!r}"
         try:
             seconds = float(raw) if raw else DEFAULT_TRACE_BUDGET_S
         except ValueError:
-            raise ValueError(f"{TRACE_BUDGET_ENV}={raw!r}: expected seconds") from None
-    if seconds < 0:
-        raise ValueError(f"a trace time budget must not be negative ({seconds:g} s)")
+            raise ValueError(f"{where}: expected seconds") from None
+    if not math.isfinite(seconds) or seconds < 0:  # NaN compares false with everything: no budget at all
+        raise ValueError(f"{where}: a trace time budget is a finite number of seconds, 0 or more")
     return seconds or None
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.errors import CompileError
+from dlaio.inputs import not_a_file
 from compiler.ir import Graph
 
 
@@ -29,8 +30,9 @@ def load_model(path: str | Path, weights: str | Path | None = None, *, seed: int
     """Dispatch on the file: ``.onnx`` -> ONNX; ``.prototxt``/``.pt``/other text -> Caffe (``weights`` is
     the .caffemodel; without it the Caffe frontend fills seeded random weights)."""
     path = Path(path)
-    if not path.is_file():
-        raise CompileError(str(path), "no such file")
+    why = not_a_file(path)
+    if why:  # a folder, FIFO or device is not "no such file"; a FIFO must not be opened (it would block)
+        raise CompileError(str(path), why)
     if path.suffix.lower() == ".onnx":
         from compiler.frontend import onnx as onnx_frontend
 

@@ -21,11 +21,17 @@ from onnx import helper, numpy_helper
 from compiler.errors import CompileError, node_where
 from compiler.frontend import non_finite
 from compiler.ir import Graph, Node, Shape, infer_shapes
+from dlaio.inputs import not_a_file
 from golden.budget import MemoryBudgetError, check_size
 
 _FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16}
 # Ops never folded even with constant inputs: their value is not a function of the inputs.
 _UNFOLDABLE = {"RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"}
+
+#: The newest default opset a model may import: the newest the installed onnx defines. Its checker, shape
+#: inference and reference evaluator (constant folding) know no later semantics, and an op may change
+#: meaning in any opset, so a model claiming a newer one (a typo, a future exporter) is refused up front.
+NEWEST_OPSET = onnx.defs.onnx_opset_version()
 
 Converter = Callable[["_Importer", onnx.NodeProto, str], None]
 _CONVERTERS: dict[str, Converter] = {}
@@ -58,19 +64,29 @@ def load(model: Path | str | onnx.ModelProto, *, source: str | None = None) -> G
         path = Path(model)
         src = source or str(path)
         name = path.stem
-        if not path.is_file():
-            raise CompileError(src, "no such file")
+        why = not_a_file(path)
+        if why:
+            raise CompileError(src, why)
         try:
             proto = onnx.load(str(path))
         except Exception as e:  # DecodeError, truncated external data, ...
             raise CompileError(src, f"not a readable ONNX model ({type(e).__name__}: {_one_line(e)})") from None
     if not proto.HasField("graph") or not proto.graph.node or not proto.graph.output:
         raise CompileError(src, "not an ONNX model (no graph with nodes and outputs)")
+    opset = _default_opset(proto)
+    if opset > NEWEST_OPSET:
+        raise CompileError(src, f"opset {opset} is newer than the newest this compiler supports ({NEWEST_OPSET}); "
+                                f"export the model with opset {NEWEST_OPSET} or older")
     try:
         onnx.checker.check_model(proto)
     except Exception as e:  # ValidationError
         raise CompileError(src, f"invalid ONNX model: {_one_line(e)}") from None
     return _Importer(proto, src, name).run()
+
+
+def _default_opset(model: onnx.ModelProto) -> int:
+    """The version of the default (ai.onnx) operator set the model imports; 1 when it names none."""
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
 
 
 def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
@@ -107,7 +123,7 @@ class _Importer:
 
     def __init__(self, model: onnx.ModelProto, source: str, name: str) -> None:
         self.model = model
-        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+        self.opset = _default_opset(model)
         self.g = Graph(name=name, source=source)
         self.raw: dict[str, np.ndarray] = {}
         self.node_names: set[str] = set()

@@ -19,6 +19,7 @@ from dlaio import OutputError, check_output
 from regressions.regress import lists
 from regressions.regress.lists import REPO, ListError
 from regressions.regress.plan import Plan, git_commit
+from runtime.arguments import OneLineParser
 from runtime.processes import EXIT_SIGINT, deferred_interrupts, interrupt_exit_code, raise_on_sigterm
 
 LAUNCHERS = ("local", "slurm")
@@ -184,7 +185,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m regressions.regress", description=__doc__,
+    p = OneLineParser(prog="python -m regressions.regress", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lists", type=Path, help="folder of test lists (default regressions/lists)")
     sub = p.add_subparsers(dest="command")

@@ -361,6 +361,26 @@ def test_missing_file(tmp_path: Path) -> None:
         load(tmp_path / "nope.onnx")
 
 
+def test_model_that_is_not_a_file_is_worded_as_what_it_is(tmp_path: Path) -> None:
+    (tmp_path / "d.onnx").mkdir()
+    with pytest.raises(CompileError, match=r"d.onnx: not a regular file \(a directory\)"):
+        load(tmp_path / "d.onnx")
+
+
+def test_opset_newer_than_supported_names_file_and_opset(tmp_path: Path) -> None:
+    from compiler.frontend.onnx import NEWEST_OPSET
+
+    m = make([helper.make_node("Relu", ["x"], ["y"])], {"x": [1, 3, 4, 4]}, {"y": [1, 3, 4, 4]})
+    m.opset_import[0].version = 999
+    path = saved(tmp_path, m)
+    with pytest.raises(CompileError) as e:
+        load(path)
+    assert one_line(e) == (f"{path}: opset 999 is newer than the newest this compiler supports ({NEWEST_OPSET}); "
+                           f"export the model with opset {NEWEST_OPSET} or older")
+    m.opset_import[0].version = NEWEST_OPSET
+    assert load(saved(tmp_path, m)).nodes  # the newest supported opset itself converts
+
+
 def test_unsupported_op_names_node_and_op(tmp_path: Path) -> None:
     m = make([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Erf", ["r"], ["y"], name="my_erf")],
              {"x": [1, 3, 4, 4]}, {"y": [1, 3, 4, 4]})

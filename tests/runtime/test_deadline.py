@@ -74,8 +74,11 @@ def test_negative_timeout_is_bad_input(tmp_path: Path, capsys) -> None:
     write_loadable(loadable, pool_loadable())
     x = tmp_path / "x.npy"
     np.save(x, np.zeros((1, C, H, W), dtype=np.float32))
-    assert main(["run", str(loadable), "--input", str(x), "--timeout", "-1"]) == 2
-    assert capsys.readouterr().err.strip() == "dla: --timeout -1: must not be negative"
+    with pytest.raises(SystemExit) as stop:  # an argument error: argparse's exit, one line
+        main(["run", str(loadable), "--input", str(x), "--timeout", "-1"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip() == ("dla run: argument --timeout: '-1': must be a finite number of "
+                                               "seconds, 0 or more (see dla run --help)")
 
 
 def test_status_line_only_on_a_terminal() -> None:
