@@ -179,6 +179,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty() and not args.quiet
     outcomes: list[Outcome] = []
     start = time.perf_counter()
+    if batch:
+        options["trace_budget_s"] = budget  # a simulation stuck on one trace is stopped past it
     results = run_batch(args.target, jobs, workers, options) if batch else run_suite(jobs, workers, budget)
     interrupted: KeyboardInterrupt | None = None
     restore_sigterm = raise_on_sigterm()  # SIGTERM (CI) ends the run like Ctrl-C, the report still written

@@ -163,7 +163,7 @@ class CommandFailed(RuntimeError):
 
 
 #: Simulator and build processes running now, from any thread: ``stop_simulations`` ends them.
-_RUNNING: set[subprocess.Popen] = set()
+_RUNNING: dict[subprocess.Popen, Path] = {}
 _RUNNING_LOCK = threading.Lock()
 
 
@@ -174,21 +174,21 @@ def _execute_cmds(self, cmds, cwd, stdout=None) -> None:
         proc = subprocess.Popen(dying_with_parent([str(c) for c in cmd]), cwd=cwd, env=self.env, stdout=stdout,
                                 stderr=None if stdout is None else subprocess.STDOUT)
         with _RUNNING_LOCK:
-            _RUNNING.add(proc)
+            _RUNNING[proc] = Path(cwd).resolve()
         try:
             code = proc.wait()
         finally:
             with _RUNNING_LOCK:
-                _RUNNING.discard(proc)
+                _RUNNING.pop(proc, None)
         if code != 0:
             raise CommandFailed(code)
 
 
-def stop_simulations() -> None:
-    """Kill every running simulation and build (and their children): an interrupted run does not wait
-    for them."""
+def stop_simulations(directory: Path | None = None) -> None:
+    """Kill every running simulation and build (and their children), or only the one running in
+    ``directory``: an interrupted run does not wait for them; a trace over its time budget stops its own."""
     with _RUNNING_LOCK:
-        running = list(_RUNNING)
+        running = [p for p, cwd in _RUNNING.items() if directory is None or cwd == Path(directory).resolve()]
     for proc in running:
         kill_descendants(proc.pid)
         proc.kill()

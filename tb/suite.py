@@ -50,8 +50,9 @@ RESET_IDLE_USER = 8192
 AXI_RANDOM_ENV = "DLA_AXI_RANDOM"
 #: Budgets are multiplied by this under random AXI timing (stalls and latencies slow every transfer).
 AXI_RANDOM_TIMEOUT_SCALE = 4.0
-#: How often the parent looks for new result files.
+#: How often the parent looks for new result files, and at the time budget of the trace being played.
 _POLL_S = 0.05
+_BUDGET_LOOK_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,9 @@ class RtlOptions:
     #: A named DUT (``--dut``, ``tb.duts.NAMED_DUTS``): resolved into ``filelist`` here, so a named NVDLA
     #: DUT is built and driven exactly like ``--rtl-filelist`` (user-RTL defaults included).
     dut_name: str | None = None
+    #: Wall-clock seconds one trace may take (``dla trace --timeout``); past it its simulation is stopped,
+    #: the trace is an ERROR and a new simulation plays the rest. None: only the cycle budgets.
+    trace_budget_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.dut_name is None:
@@ -206,6 +210,9 @@ class _Shard:
     future: Future | None = None
     #: The simulation that plays what this one left unplayed after a signal killed it.
     replacement: _Shard | None = None
+    #: ``time.time()`` when it was started; the job index it was stopped on for overrunning its budget.
+    started: float = 0.0
+    overrun: int | None = None
 
 
 def run_suite(jobs: list[tuple[str, str, str]], workers: int = 1, options: Mapping | RtlOptions | None = None,
@@ -270,15 +277,16 @@ def run_suite(jobs: list[tuple[str, str, str]], workers: int = 1, options: Mappi
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for shard in shards:
             shard.future = pool.submit(simulate, shard.build, shard.jobs, shard.directory, waves=waves)
+            shard.started = time.time()
         try:
             for i in range(len(jobs)):
                 if i in decided:
                     out = decided[i]
                 else:
-                    out = _wait_for(i, jobs[i], results[i], owner[i], simulator)
+                    out = _wait_for(i, jobs[i], results[i], owner[i], simulator, opts.trace_budget_s)
                     while out is None:  # a killed simulation never reached it: a new one plays the rest
                         _replace(owner[i], owner, results, pool.submit, waves)
-                        out = _wait_for(i, jobs[i], results[i], owner[i], simulator)
+                        out = _wait_for(i, jobs[i], results[i], owner[i], simulator, opts.trace_budget_s)
                 keep = keep or out.status not in (PASS, NA)
                 yield out
         except BaseException:  # Ctrl-C, SIGTERM, an abandoned iterator: end the simulations, do not wait
@@ -316,19 +324,40 @@ def _replace(shard: _Shard, owner: dict[int, _Shard], results: dict[int, Path],
             for t in _unplayed(shard)[1:]]
     new = _Shard(shard.build, JobFile(shard.jobs.target, shard.jobs.settings, rest), directory)
     new.future = submit(simulate, new.build, new.jobs, new.directory, waves=waves)
+    new.started = time.time()
     shard.replacement = new
     for t in rest:
         owner[t.index], results[t.index] = new, Path(t.result)
 
 
-def _wait_for(i: int, job: tuple[str, str, str], result: Path, shard: _Shard, simulator: str) -> Outcome | None:
+def _overran(shard: _Shard, budget_s: float) -> None:
+    """Stop the shard's simulation when the trace it is playing has taken longer than ``budget_s`` (since
+    the previous trace's result, or the start of the simulation)."""
+    unplayed = _unplayed(shard)
+    if not unplayed or shard.overrun is not None:
+        return
+    done = {t.index for t in unplayed}
+    since = max([shard.started, *(Path(t.result).stat().st_mtime for t in shard.jobs.traces
+                                  if t.index not in done and Path(t.result).exists())])
+    if time.time() - since > budget_s:
+        shard.overrun = unplayed[0].index
+        stop_simulations(shard.directory)
+
+
+def _wait_for(i: int, job: tuple[str, str, str], result: Path, shard: _Shard, simulator: str,
+              budget_s: float | None = None) -> Outcome | None:
     """The outcome of job ``i``: its result file, or an ERROR if its simulation ended without one; None
-    when a signal killed its simulation before it reached this trace (``_replace`` starts a new one)."""
+    when its simulation was killed (a signal, the time budget) before it reached this trace (``_replace``
+    starts a new one)."""
     assert shard.future is not None
     doc = read_result(result)
+    looked = time.monotonic()
     while doc is None and not shard.future.done():
         time.sleep(_POLL_S)
         doc = read_result(result)
+        if budget_s and time.monotonic() - looked > _BUDGET_LOOK_S:
+            looked = time.monotonic()
+            _overran(shard, budget_s)
     if doc is None:
         doc = read_result(result)  # written just before the simulator exited
     if doc is None:
@@ -337,6 +366,10 @@ def _wait_for(i: int, job: tuple[str, str, str], result: Path, shard: _Shard, si
             unplayed = _unplayed(shard)
             if unplayed and unplayed[0].index != i:
                 return None
+            if shard.overrun == i:
+                return Outcome(trace_name(job[0]), job[0], job[1], simulator, ERROR,
+                               f"simulation stopped after {budget_s:g} s on this trace (over its time budget, "
+                               f"--timeout; log {run.log})")
             return Outcome(trace_name(job[0]), job[0], job[1], simulator, ERROR,
                            f"simulator {exit_text(run.returncode)} while playing this trace (log {run.log})",
                            lost=True)

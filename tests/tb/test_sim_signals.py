@@ -133,3 +133,18 @@ def test_kill_9_of_dla_takes_its_simulators_with_it(tmp_path: Path, fixture_file
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=HANG_GUARD_S)  # EOF: no simulator holds stdout open
     assert not still_alive_later(running)
+
+
+def test_a_trace_over_its_time_budget_stops_its_simulation(tmp_path: Path, fixture_filelist: Path) -> None:
+    root = tmp_path / "traces"
+    write_trace(root, "a_hang", HANG)  # within its cycle budget for hours, so only the wall clock stops it
+    for name in ("b_copy", "c_copy"):
+        copy_trace(root, name, 16)
+    proc = start(tmp_path, fixture_filelist, "-j", "1", "--timeout", "5")
+    out, err = proc.communicate(timeout=HANG_GUARD_S)
+    assert proc.returncode == 1, out + err
+    lines = out.splitlines()
+    assert lines[0].startswith("ERROR a_hang: simulation stopped after 5 s on this trace (over its time budget"), out
+    assert lines[1:3] == ["PASS  b_copy", "PASS  c_copy"]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [t["status"] for t in doc["traces"]] == ["ERROR", "PASS", "PASS"] and "lost" not in doc["traces"][0]
