@@ -189,6 +189,8 @@ def _parse_txn_data(path: Path) -> object:
 # ---- models: ONNX and Caffe --------------------------------------------------------------------------------
 #: Zoo networks used as model seeds: small enough to mutate and parse hundreds of times a second or so.
 MODEL_SEEDS = ("poolnet", "lenet")
+#: Caffe seeds: (zoo network, legacy V1 ``layers`` form). poolnet's BatchNorm has no V1 form.
+CAFFE_SEEDS = (("poolnet", False), ("lenet", False), ("lenet", True))
 
 
 @lru_cache(maxsize=None)
@@ -211,11 +213,12 @@ def _onnx_seeds(_: Path) -> list[Seed]:
 
 
 @lru_cache(maxsize=None)
-def _caffe_files(workdir: Path, name: str) -> tuple[Path, Path]:
+def _caffe_files(workdir: Path, name: str, legacy: bool) -> tuple[Path, Path]:
     from regressions.zoo.to_caffe import to_caffe
 
-    text, weights = to_caffe(_zoo(name))
-    prototxt, caffemodel = workdir / f"{name}.prototxt", workdir / f"{name}.caffemodel"
+    text, weights = to_caffe(_zoo(name), legacy=legacy)
+    stem = f"{name}_v1" if legacy else name
+    prototxt, caffemodel = workdir / f"{stem}.prototxt", workdir / f"{stem}.caffemodel"
     prototxt.write_text(text)
     caffemodel.write_bytes(weights)
     return prototxt, caffemodel
@@ -227,11 +230,11 @@ def _prototxt_seeds(workdir: Path) -> list[Seed]:
     from compiler.proto import caffe_pb2
 
     out = []
-    for name in MODEL_SEEDS:
-        prototxt, caffemodel = _caffe_files(workdir, name)
+    for name, legacy in CAFFE_SEEDS:
+        prototxt, caffemodel = _caffe_files(workdir, name, legacy)
         msg = text_format.Parse(prototxt.read_text(), caffe_pb2.NetParameter())
-        out.append(Seed(f"zoo/{name}.prototxt", prototxt.read_bytes(), (caffemodel,), message=msg))
-        out.append(Seed(f"zoo/{name}.prototxt (random weights)", prototxt.read_bytes(), message=msg))
+        out.append(Seed(f"zoo/{prototxt.name}", prototxt.read_bytes(), (caffemodel,), message=msg))
+        out.append(Seed(f"zoo/{prototxt.name} (random weights)", prototxt.read_bytes(), message=msg))
     return out
 
 
@@ -239,12 +242,12 @@ def _caffemodel_seeds(workdir: Path) -> list[Seed]:
     from compiler.proto import caffe_pb2
 
     out = []
-    for name in MODEL_SEEDS:
-        prototxt, caffemodel = _caffe_files(workdir, name)
+    for name, legacy in CAFFE_SEEDS:
+        prototxt, caffemodel = _caffe_files(workdir, name, legacy)
         data = caffemodel.read_bytes()
         msg = caffe_pb2.NetParameter()
         msg.ParseFromString(data)
-        out.append(Seed(f"zoo/{name}.caffemodel", data, (prototxt,), message=msg))
+        out.append(Seed(f"zoo/{caffemodel.name}", data, (prototxt,), message=msg))
     return out
 
 
