@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from golden.config import HwConfig
 from runtime.suite import TargetSetupError
 from tb.runner import REPO
 
@@ -30,6 +31,11 @@ NAMED_DUTS: dict[str, Path | None] = {
     BUILTIN_DUT: None,
     "nvdla-nv_small": _SHARED_RTL / "nv_small" / "nv_small.f",
 }
+#: DUT name -> the HwConfig fields whose rule that RTL implements differently from the config's NVDLA hardware.
+#: Golden is the reference for a DUT with these applied (``dut_config``). Our ``rtl/`` implements the cmod's
+#: PDP AVERAGE datapath (``dla_pdp.v``: 16-bit sums), not nv_small RTL's 11/14-bit one; both agree while
+#: no sum overflows (docs/golden-semantics.md, PDP).
+DUT_SEMANTICS: dict[str, dict[str, object]] = {BUILTIN_DUT: {"pdp_average": "cmod"}}
 #: DUT name -> the environment variable that overrides its file list path.
 FILELIST_ENV: dict[str, str] = {"nvdla-nv_small": "DLA_NVDLA_NV_SMALL_FILELIST"}
 
@@ -71,3 +77,8 @@ def dut_from_env(default: str = BUILTIN_DUT) -> str:
     name = os.environ.get(DUT_ENV, "").strip() or default
     dut_filelist(name)  # raises DutError for an unknown name
     return name
+
+
+def dut_config(name: str, hw: HwConfig) -> HwConfig:
+    """``hw`` as DUT ``name`` implements it: the config golden must use to predict that RTL's outputs."""
+    return hw.derive(**DUT_SEMANTICS[name]) if DUT_SEMANTICS.get(name) else hw

@@ -273,6 +273,7 @@ class Run:
     # ---- simulators
     def fuzz_rtl(self, pairs: list[Pair]) -> None:
         from runtime.suite import PASS, run_batch
+        from tb.duts import dut_config
 
         while (pair := self.next_pair(pairs)) is not None:
             index = pair.chunks
@@ -281,7 +282,7 @@ class Run:
             t0 = time.monotonic()
             batch = draw_examples(pair.prop, pair.hw, cseed, count, self.visit(pair, index))
             pair.examples += len(batch)
-            hw = pair.hw
+            hw = dut_config(self.o.dut, pair.hw)  # the rules this DUT's RTL implements (tb.duts.DUT_SEMANTICS)
             with tempfile.TemporaryDirectory(prefix="fuzz_rtl_") as tmp:
                 jobs, examples = [], []
                 for i, example in enumerate(batch):

@@ -21,7 +21,7 @@ from golden import Dla, get_config
 from regressions import programs
 from regressions.fuzz.strategies import pool_layers, sdp_layers
 from runtime.suite import PASS, run_batch
-from tb.duts import dut_from_env
+from tb.duts import dut_config, dut_from_env
 
 EXAMPLES = int(os.environ.get("DLA_RTL_DIFF_EXAMPLES", "20"))
 SIMULATORS = [s for s in ("verilator", "icarus") if os.environ.get("DLA_RTL_DIFF_SIM", s) == s]
@@ -33,8 +33,7 @@ pytestmark = pytest.mark.rtl
 
 
 def save_traces(layers, directory: Path, simulator: str) -> list[tuple[str, str, str]]:
-    # our rtl/engines/dla_pdp.v implements the cmod's AVERAGE datapath (HwConfig.pdp_average), not NVDLA RTL's
-    hw = get_config(CONFIG).derive(pdp_average="cmod")
+    hw = dut_config(DUT, get_config(CONFIG))  # e.g. our rtl/ implements the cmod's PDP AVERAGE datapath
     jobs = []
     for i, layer in enumerate(layers):
         kind = "pdp" if isinstance(layer, programs.PoolLayer) else "sdp"

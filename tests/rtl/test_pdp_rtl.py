@@ -28,6 +28,7 @@ from golden.engines.pdp import pooled_size
 from golden.errors import ConfigError
 from golden.regs import UNITS, register_map
 from regressions.programs import PoolLayer, Program, program_pdp
+from tb.duts import BUILTIN_DUT, dut_config
 
 from . import sim
 from .vectors import MASK64, Vectors
@@ -298,6 +299,5 @@ def run_sequence(tmp_path, hw: HwConfig, seed: int) -> str:
 @pytest.mark.parametrize("config", ["nv_small", "nv_medium_512", "nv_full"])
 def test_pdp_matches_golden(tmp_path, config):
     seed = int(os.environ.get("DLA_PDP_SEED", "1"))
-    # rtl/engines/dla_pdp.v implements the cmod's AVERAGE datapath (HwConfig.pdp_average), not nv_small RTL's
-    out = run_sequence(tmp_path, get_config(config).derive(pdp_average="cmod"), seed)
+    out = run_sequence(tmp_path, dut_config(BUILTIN_DUT, get_config(config)), seed)  # rtl/: the cmod's AVERAGE
     assert "TB STATS" in out

@@ -83,3 +83,14 @@ def test_fuzz_dut_option_and_env(monkeypatch):
         parse(["--target", "icarus"], {DUT_ENV: "nope"})
     with pytest.raises(UsageError, match="needs a simulator target"):
         parse(["--dut", "nvdla-nv_small"], {})
+
+
+def test_golden_predicts_each_dut_with_the_rules_its_rtl_implements():
+    """Our rtl/ implements the cmod's PDP AVERAGE datapath; NVDLA's nv_small RTL is the config itself."""
+    from golden import get_config
+    from tb.duts import dut_config
+
+    hw = get_config("nv_small")
+    assert hw.pdp_average == "nv_small_rtl"
+    assert dut_config("rtl", hw).pdp_average == "cmod" and dut_config("rtl", hw).name == "nv_small"
+    assert dut_config("nvdla-nv_small", hw) is hw
