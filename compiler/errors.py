@@ -1,6 +1,8 @@
 """User-facing compiler errors: one line naming the file and the layer/node, never a traceback."""
 from __future__ import annotations
 
+from golden.errors import clip_tokens
+
 
 class CompileError(Exception):
     """A model the compiler cannot take: malformed file, shape mismatch, unsupported op or config.
@@ -9,6 +11,7 @@ class CompileError(Exception):
     """
 
     def __init__(self, where: str, msg: str) -> None:
+        msg = clip_tokens(msg)
         super().__init__(f"{where}: {msg}" if where else msg)
         self.where = where
         self.msg = msg

@@ -24,6 +24,7 @@ from dlaio import OutputError, check_output, input_files, write_atomic
 from dlaio.inputs import not_a_file
 from golden.budget import BudgetSettingError, MemoryBudgetError, max_memory, parse_size, set_max_memory
 from golden.config import PRESETS
+from golden.errors import clip_tokens
 from runtime.arguments import OneLineParser, non_negative_int, non_negative_seconds
 from runtime.inputs import (
     IMAGE_SUFFIXES,
@@ -165,7 +166,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         known = KnownIncomplete.load(args.known_incomplete) if args.known_incomplete else KnownIncomplete()
         budget = trace_budget(args.timeout)
     except (ValueError, KeyError) as exc:
-        print(f"dla trace: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        print(f"dla trace: {clip_tokens(str(exc.args[0] if exc.args else exc))}", file=sys.stderr)
         return 2
     trace_files = _trace_inputs(found)
     try:  # before the run: a report that cannot be written fails now, not after the traces ran
@@ -254,8 +255,8 @@ REPORT_AT = 'the issue tracker (README.md, "Reporting bugs")'
 
 def internal_error_line(exc: BaseException) -> str:
     """The one line an internal error prints: ours to fix, so it says where to report it."""
-    return (f"dla: internal error {type(exc).__name__}: {exc} - please report it at {REPORT_AT} "
-            f"(DLA_DEBUG=1 for the traceback)")
+    return (f"dla: internal error {type(exc).__name__}: {clip_tokens(str(exc))} - please report it at "
+            f"{REPORT_AT} (DLA_DEBUG=1 for the traceback)")
 
 
 def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -270,11 +271,11 @@ def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
             print(f"dla: {exc}", file=sys.stderr)
             return 1
         except _user_errors() as exc:
-            print(f"dla: {exc}", file=sys.stderr)
+            print(f"dla: {clip_tokens(str(exc))}", file=sys.stderr)
             return 2
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
-            print(f"dla: {where}{exc.strerror or exc}", file=sys.stderr)
+            print(clip_tokens(f"dla: {where}{exc.strerror or exc}"), file=sys.stderr)
             return 2
         except Exception as exc:
             if os.environ.get("DLA_DEBUG"):

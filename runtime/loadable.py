@@ -27,6 +27,7 @@ from compiler.proto import loadable_pb2 as pb
 from dlaio import write_atomic
 from golden.budget import MemoryBudgetError, check_size
 from golden.config import get_config
+from golden.errors import clip_tokens
 from golden.regs import register_map
 
 MAGIC = b"DLALOAD\x00"
@@ -42,8 +43,8 @@ class LoadableError(Exception):
     """A file that is not a valid loadable; prints as one line ``path: message``."""
 
     def __init__(self, path: Path | str, msg: str) -> None:
-        self.path, self.msg = Path(path), msg
-        super().__init__(f"{path}: {msg}")
+        self.path, self.msg = Path(path), clip_tokens(msg)
+        super().__init__(f"{path}: {self.msg}")
 
 
 class ExecutionError(Exception):

@@ -32,14 +32,10 @@ from runtime.trace import (
     TraceError,
     parse_dat,
 )
-from runtime.txn import DumpMem, LoadMem, PollReg, Wait
+from runtime.txn import MAX_POLL_READS, DumpMem, LoadMem, PollReg, Wait
 
 #: Reads of a register before ``poll_reg_equal`` gives up.
 POLL_LIMIT = 100_000
-#: Most reads one ``read_reg`` poll of an ``input.txn`` makes, whatever ``+read_reg_poll_retries`` asks
-#: (NVDLA's traces ask 10 or 100,000; a read costs ~5 us on golden, far more on a simulator, so 10^12 would
-#: never end). A poll that reaches this cap without a match is an error naming the register and line.
-MAX_POLL_READS = 1_000_000
 #: How many reads pass between looks at the wall clock in a poll loop.
 _CLOCK_EVERY = 1024
 DEFAULT_TIMEOUT_NS = 10**10

@@ -17,7 +17,7 @@ from typing import Iterable, Iterator, Union
 import numpy as np
 
 from golden.budget import MemoryBudgetError, check_size, format_size
-from golden.errors import RegisterError
+from golden.errors import RegisterError, clip_tokens
 from golden.regs import RegisterMap
 
 #: intr_notify IDs -> GLB S_INTR_STATUS bit of group 0 (group 1 is the next bit).
@@ -39,8 +39,8 @@ class TraceError(Exception):
     """A malformed trace: carries ``file:line`` and prints as one line."""
 
     def __init__(self, path: Path | str, line: int, message: str) -> None:
-        self.path, self.line, self.message = Path(path), line, message
-        super().__init__(f"{path}:{line}: {message}")
+        self.path, self.line, self.message = Path(path), line, clip_tokens(message)
+        super().__init__(f"{path}:{line}: {self.message}")
 
 
 # ---- commands ---------------------------------------------------------------------------------------
@@ -241,6 +241,15 @@ def _number(tok: str, path: Path, line: int, what: str) -> int:
         raise TraceError(path, line, f"bad number {t!r} for {what}") from None
 
 
+def parse_word(tok: str, path: Path, line: int, what: str) -> int:
+    """A 32-bit register value (a register write, an expected value, a mask, a CRC). A wider or negative
+    number is a typo that masking to 32 bits would silently turn into another value: a ``TraceError``."""
+    value = _number(tok, path, line, what)
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise TraceError(path, line, f"value {tok.strip()} for {what} does not fit in 32 bits")
+    return value
+
+
 def _split_args(text: str) -> list[str]:
     out, cur, quoted = [], [], False
     for ch in text:
@@ -315,7 +324,7 @@ def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
         if op == "reg_write":
             need(2)
             nm, addr = reg(args[0])
-            cmds.append(RegWrite(lineno, nm, addr, _number(args[1], path, lineno, nm) & 0xFFFFFFFF))
+            cmds.append(RegWrite(lineno, nm, addr, parse_word(args[1], path, lineno, nm)))
         elif op == "reg_read":
             need(1, at_least=True)
             nm, addr = reg(args[0])
@@ -324,12 +333,12 @@ def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
             if len(args) not in (2, 3):
                 raise TraceError(path, lineno, f"{op} takes 2 or 3 arguments, got {len(args)}")
             nm, addr = reg(args[0])
-            mask = _number(args[2], path, lineno, "mask") if len(args) == 3 else 0xFFFFFFFF
-            cmds.append(RegRead(lineno, nm, addr, _number(args[1], path, lineno, nm), mask))
+            mask = parse_word(args[2], path, lineno, "mask") if len(args) == 3 else 0xFFFFFFFF
+            cmds.append(RegRead(lineno, nm, addr, parse_word(args[1], path, lineno, nm), mask))
         elif op == "poll_reg_equal":
             need(2)
             nm, addr = reg(args[0])
-            cmds.append(PollRegEqual(lineno, nm, addr, _number(args[1], path, lineno, nm)))
+            cmds.append(PollRegEqual(lineno, nm, addr, parse_word(args[1], path, lineno, nm)))
         elif op == "mem_init":
             if len(args) == 3:  # mem_init(mem, base, "file")
                 cmds.append(MemLoad(lineno, _mem(args[0], path, lineno), parse_extent(args[1], path, lineno, "mem_init base"),
@@ -359,7 +368,7 @@ def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
             cmds.append(CheckCrc(lineno, args[0].strip(), _mem(args[1], path, lineno),
                                  parse_extent(args[2], path, lineno, "check_crc base"),
                                  parse_extent(args[3], path, lineno, "check_crc size"),  # CRCs read in blocks
-                                 _number(args[4], path, lineno, "crc")))
+                                 parse_word(args[4], path, lineno, "crc")))
         elif op == "check_file":
             need(5)
             cmds.append(CheckFile(lineno, args[0].strip(), _mem(args[1], path, lineno),
@@ -379,10 +388,82 @@ def parse_cfg(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
 
 
 # ---- .dat payloads ------------------------------------------------------------------------------------
+#: One entry's body (between its braces): offset, size, payload bytes.
 _DAT_ENTRY = re.compile(
-    r"\{\s*'?offset'?\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,\s*'?size'?\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,"
-    r"\s*'?(?:payload|value)'?\s*:\s*([^}]*)\}"
-)
+    r"\s*'?offset'?\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,\s*'?size'?\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,"
+    r"\s*'?(?:payload|value)'?\s*:\s*(.*)", re.DOTALL)
+#: The same with any offset and size, to name the one that is bad when ``_DAT_ENTRY`` does not match.
+_DAT_LOOSE = re.compile(
+    r"\s*'?offset'?\s*:\s*([^,]*?)\s*,\s*'?size'?\s*:\s*([^,]*?)\s*,\s*'?(?:payload|value)'?\s*:", re.DOTALL)
+_DAT_NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+")
+#: An entry's braces, and what may stand between entries.
+_DAT_BLOCK = re.compile(r"\{([^{}]*)\}")
+_DAT_GAP = " \t\r\n,"
+
+
+def _line_of(text: str, pos: int) -> int:
+    """The line of ``pos``, counted only for an error message: a data file may hold 10^5 entries."""
+    return text.count("\n", 0, pos) + 1
+
+
+def _dat_entries(text: str, path: Path) -> Iterator[tuple[int, str, str, str]]:
+    """(position, offset, size, payload) of every ``{offset:..., size:..., payload:...}`` entry, optionally all
+    inside one pair of outer braces (nv_small's files have them, others do not). Anything else - text
+    between entries, an entry that does not parse, an entry or the outer braces cut short - is a
+    ``TraceError`` naming its line: a skipped entry would leave zeros in memory and fail later as a wrong
+    CRC, far from the cause."""
+
+    def stray(pos: int, gap: str, allowed: str) -> TraceError | None:
+        """The error for text between entries other than separators (and ``allowed``, an outer brace)."""
+        rest = gap.strip(_DAT_GAP)
+        if not rest or rest == allowed:
+            return None
+        at = pos + gap.index(rest[0])
+        if rest.startswith("{"):
+            return TraceError(path, _line_of(text, at), "entry not closed by '}' (file cut short?)")
+        if allowed == "}" and rest.startswith("}"):
+            after = rest[1:].lstrip(_DAT_GAP)
+            return TraceError(path, _line_of(text, at + rest.index(after[0])),
+                              f"text after the closing '}}': {after[:20]!r}")
+        return TraceError(path, _line_of(text, at),
+                          f"expected an entry {{offset:..., size:..., payload:...}}, got {rest[:20]!r}")
+
+    if len(text) < 64 and "".join(text.split()) in ("", "{}"):  # no entries (write_dat of nothing)
+        return
+    pos, outer = 0, False
+    for m in _DAT_BLOCK.finditer(text):
+        gap = text[pos:m.start()]
+        if pos == 0:
+            outer = gap.strip(_DAT_GAP) == "{"
+        error = stray(pos, gap, "{" if pos == 0 else "")
+        if error:
+            raise error
+        entry = _DAT_ENTRY.fullmatch(m.group(1))
+        if not entry:
+            raise _bad_entry(path, _line_of(text, m.start()), m.group(1))
+        yield m.start(), entry.group(1), entry.group(2), entry.group(3)
+        pos = m.end()
+    tail = text[pos:]
+    if pos == 0:  # no entry at all
+        outer = tail.strip(_DAT_GAP).startswith("{")
+        pos = tail.index("{") + 1 if outer else 0
+        tail = text[pos:]
+    error = stray(pos, tail, "}" if outer else "")
+    if error:
+        raise error
+    if outer and tail.strip(_DAT_GAP) != "}":
+        raise TraceError(path, _line_of(text, len(text)),
+                         "the entries' outer '{' is not closed by '}' (file cut short?)")
+
+
+def _bad_entry(path: Path, line: int, body: str) -> TraceError:
+    """Why an entry does not parse, naming the offending offset or size when that is what is wrong."""
+    loose = _DAT_LOOSE.match(body)
+    if loose:
+        for what, tok in zip(("offset", "size"), loose.group(1, 2)):
+            if not _DAT_NUMBER.fullmatch(tok):
+                return TraceError(path, line, f"bad {what} {tok[:40]!r} (expected 0x... hex or decimal, not negative)")
+    return TraceError(path, line, f"expected an entry {{offset:..., size:..., payload:...}}, got {body.strip()[:40]!r}")
 
 
 def parse_dat(path: Path | str) -> tuple[np.ndarray, np.ndarray]:
@@ -391,31 +472,25 @@ def parse_dat(path: Path | str) -> tuple[np.ndarray, np.ndarray]:
     text = read_trace_text(path, "data file")
     offs: list[np.ndarray] = []
     vals: list[np.ndarray] = []
-    for m in _DAT_ENTRY.finditer(text):
-        # the regex admits decimal with leading zeros ("0777"), which int(x, 0) refuses: decimal it is
-        off, size = (int(g, 16) if g.startswith("0x") else int(g, 10) for g in m.group(1, 2))
+    for pos, off_tok, size_tok, payload in _dat_entries(text, path):
+        # decimal may have leading zeros ("0777"), which int(x, 0) refuses: decimal it is
+        off, size = (int(t, 16) if t.startswith("0x") else int(t, 10) for t in (off_tok, size_tok))
         if off + size > MAX_EXTENT:
-            line = text.count("\n", 0, m.start()) + 1
-            raise TraceError(path, line, f"entry at offset {off:#x} (+{size} bytes) is beyond 2^40 (1 TiB): "
-                                         "no DLA memory is that large")
-        toks = m.group(3).split()
+            raise TraceError(path, _line_of(text, pos), f"entry at offset {off:#x} (+{size} bytes) is beyond "
+                                                        "2^40 (1 TiB): no DLA memory is that large")
+        toks = payload.split()
         if len(toks) != size:
-            line = text.count("\n", 0, m.start()) + 1
-            raise TraceError(path, line, f"entry at offset {off:#x} says size {size} but has {len(toks)} bytes")
+            raise TraceError(path, _line_of(text, pos),
+                             f"entry at offset {off:#x} says size {size} but has {len(toks)} bytes")
         try:
             values = [int(t, 16) for t in toks]
         except ValueError:
-            line = text.count("\n", 0, m.start()) + 1
-            raise TraceError(path, line, "bad payload byte") from None
+            raise TraceError(path, _line_of(text, pos), "bad payload byte") from None
         if any(v < 0 or v > 255 for v in values):  # before numpy, which cannot hold 0x1_0000_0000_0000_0000
-            line = text.count("\n", 0, m.start()) + 1
-            raise TraceError(path, line, "payload byte out of range")
-        data = np.array(values, dtype=np.int64)
+            raise TraceError(path, _line_of(text, pos), "payload byte out of range")
         offs.append(off + np.arange(size, dtype=np.int64))
-        vals.append(data)
+        vals.append(np.array(values, dtype=np.int64))
     if not offs:
-        if text.strip().strip("{}").strip():
-            raise TraceError(path, 1, "no {offset:..., size:..., payload:...} entries")
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)
     return np.concatenate(offs), np.concatenate(vals).astype(np.uint8)
 

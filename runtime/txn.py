@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from golden.regs import RegisterMap
-from runtime.trace import Cmd, RegWrite, Trace, TraceError, data_file_path, parse_extent, read_trace_text
+from runtime.trace import (Cmd, RegWrite, Trace, TraceError, data_file_path, parse_extent, parse_word,
+                           read_trace_text)
 
 #: nvdlav1 CSB word addresses carry this prefix (``0xffff0000 | byte >> 2``).
 CSB_WORD_PREFIX = 0xFFFF0000
@@ -43,6 +44,10 @@ CVSRAM_BASE, DRAM_BASE = 0x5000_0000, 0x8000_0000
 #: GLB.S_INTR_STATUS bits a ``wait`` listens to: every done bit of NOTES §2's table.
 ALL_DONE_BITS = 0x3F03FF
 PLUSARGS_FILE = "plusargs.txt"
+#: Most reads one ``read_reg`` poll may make (``+read_reg_poll_retries``): NVDLA's traces ask 10 or 100,000;
+#: a read costs ~5 us on golden and far more on a simulator, so 10^12 would never end. A larger value is
+#: refused when the trace is parsed, naming plusargs.txt, instead of polling for minutes and then failing.
+MAX_POLL_READS = 1_000_000
 #: Registers that start an operation and clear when it finishes (NOTES §2).
 SELF_CLEARING = frozenset({"D_OP_ENABLE", "CFG_LAUNCH0", "CFG_LAUNCH1"})
 
@@ -163,6 +168,28 @@ def parse_plusargs(path: Path | str) -> dict[str, str]:
     return out
 
 
+def _plusarg_line(path: Path, name: str) -> int:
+    """The line of the last ``+name`` in a plusargs file (the one in force), for an error about it."""
+    found = 1
+    for lineno, raw in enumerate(read_trace_text(path, "plusargs file").splitlines(), 1):
+        if any(tok[1:].partition("=")[0] == name for tok in raw.split("#", 1)[0].split()):
+            found = lineno
+    return found
+
+
+def _poll_retries(path: Path, raw: str) -> int:
+    """``+read_reg_poll_retries``: a count of reads in [0, MAX_POLL_READS] (0 and 1 both mean one read)."""
+    try:
+        retries = int(raw, 0)
+    except ValueError:
+        raise TraceError(path, _plusarg_line(path, "read_reg_poll_retries"),
+                         f"bad number {raw!r} for +read_reg_poll_retries (reads from 0 to {MAX_POLL_READS:,})") from None
+    if not 0 <= retries <= MAX_POLL_READS:
+        raise TraceError(path, _plusarg_line(path, "read_reg_poll_retries"),
+                         f"+read_reg_poll_retries={raw}: expected a number of reads from 0 to {MAX_POLL_READS:,}")
+    return retries
+
+
 # ---- input.txn ---------------------------------------------------------------------------------------
 def _number(tok: str, path: Path, line: int, what: str) -> int:
     try:
@@ -183,11 +210,7 @@ def parse_txn(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
     plusargs = parse_plusargs(path.parent / PLUSARGS_FILE)
     retries = 0
     if "read_reg_poll_retries" in plusargs:
-        raw = plusargs["read_reg_poll_retries"]
-        try:
-            retries = int(raw, 0)
-        except ValueError:
-            raise TraceError(path.parent / PLUSARGS_FILE, 1, f"bad number {raw!r} for +read_reg_poll_retries") from None
+        retries = _poll_retries(path.parent / PLUSARGS_FILE, plusargs["read_reg_poll_retries"])
     trace = TxnTrace(name or path.parent.name, path, plusargs=plusargs,
                      stop_on_fail="continue_on_fail" not in plusargs)
     cmds = trace.commands
@@ -223,11 +246,11 @@ def parse_txn(path: Path | str, regmap: RegisterMap, name: str | None = None) ->
 
         if op == "write_reg":  # a third MISC argument (format header: misc_bits) carries no data
             nm, addr, _ = reg(args[0])
-            cmds.append(RegWrite(lineno, nm, addr, _number(args[1], path, lineno, nm) & 0xFFFFFFFF))
+            cmds.append(RegWrite(lineno, nm, addr, parse_word(args[1], path, lineno, nm)))
         elif op == "read_reg":
             nm, addr, short = reg(args[0])
-            mask = _number(args[1], path, lineno, "mask")
-            expected = _number(args[2], path, lineno, "expected value")
+            mask = parse_word(args[1], path, lineno, "mask")
+            expected = parse_word(args[2], path, lineno, "expected value")
             cmds.append(PollReg(lineno, nm, addr, expected, mask, max(retries, 1), short in SELF_CLEARING))
         elif op == "wait":
             cmds.append(Wait(lineno))

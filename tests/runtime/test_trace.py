@@ -55,6 +55,10 @@ def test_parses_every_command_form(make_trace):
         ("intr_notify(FOO_0, s);", "unknown interrupt source"),
         ("check_crc(s, 1, 0x0, 0x10);", "check_crc takes 5 arguments"),
         ("this is not a command", "cannot parse"),
+        ("reg_write(NVDLA_PDP.S_POINTER_0, 0x1ffffffff);", "value 0x1ffffffff for NVDLA_PDP.S_POINTER_0 does not fit in 32 bits"),
+        ("reg_write(NVDLA_PDP.S_POINTER_0, -1);", "value -1 for NVDLA_PDP.S_POINTER_0 does not fit in 32 bits"),
+        ("poll_reg_equal(NVDLA_PDP.S_STATUS_0, 0x100000000);", "does not fit in 32 bits"),
+        ("check_crc(s, 1, 0x0, 0x10, 0x1deadbeef);", "value 0x1deadbeef for crc does not fit in 32 bits"),
     ],
 )
 def test_malformed_lines_name_file_and_line(make_trace, line, message):
@@ -79,6 +83,46 @@ def test_dat_errors_name_the_line(tmp_path):
     (tmp_path / "c.dat").write_text("{\n{offset:0x0, size:4, payload:0x01 0x02} ,\n}\n")
     with pytest.raises(TraceError, match=r"c\.dat:2: .*size 4 but has 2"):
         parse_dat(tmp_path / "c.dat")
+
+
+GOOD_DAT = "{\n{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x4, size:2, payload:0x03 0x04} ,\n}\n"
+
+
+@pytest.mark.parametrize("text, line, message", [
+    (GOOD_DAT.replace("offset:0x4,", "offset:0xZZ,"), 3, "bad offset '0xZZ'"),
+    (GOOD_DAT.replace("offset:0x4,", "offset:-0x4,"), 3, "bad offset '-0x4'"),
+    (GOOD_DAT.replace("size:2, payload:0x03", "size:two, payload:0x03"), 3, "bad size 'two'"),
+    (GOOD_DAT[:GOOD_DAT.index("size:2, payload:0x03")], 3, "entry not closed by '}' (file cut short?)"),
+    (GOOD_DAT[:GOOD_DAT.rindex("}")], 4, "the entries' outer '{' is not closed by '}' (file cut short?)"),
+    (GOOD_DAT.replace("} ,\n{offset:0x4", "} junk\n{offset:0x4"), 2, "got 'junk'"),
+    (GOOD_DAT + "trailing\n", 5, "text after the closing '}': 'trailing"),
+    ("{offset:0x0, size:1, payload:0x01},\n{offset:0x1, si", 2, "entry not closed by '}'"),
+    ("hello\n", 1, "got 'hello'"),
+])
+def test_dat_entries_that_do_not_parse_are_errors_not_skipped(tmp_path, text, line, message):
+    """An entry skipped would leave zeros in memory and show up as a wrong CRC far from the cause."""
+    (tmp_path / "d.dat").write_text(text)
+    with pytest.raises(TraceError) as ei:
+        parse_dat(tmp_path / "d.dat")
+    assert str(ei.value).startswith(f"{tmp_path / 'd.dat'}:{line}: ") and message in str(ei.value)
+
+
+@pytest.mark.parametrize("text", ["", "{\n}\n", "{offset:0x0, size:2, payload:0x01 0x02},\n"])
+def test_dat_without_entries_or_outer_braces(tmp_path, text):
+    (tmp_path / "d.dat").write_text(text)
+    offs, vals = parse_dat(tmp_path / "d.dat")
+    assert vals.tolist() == ([1, 2] if "payload" in text else []) and offs.tolist() == ([0, 1] if text.strip("{}\n") else [])
+
+
+def test_a_huge_register_name_is_echoed_clipped(make_trace):
+    """A 10 MB register name: the error names the file:line and the start of the name, in one short line."""
+    name = "S_" + "X" * 10_000_000
+    d = make_trace("big", [f"reg_write(NVDLA_PDP.{name}, 0x0);"])
+    with pytest.raises(TraceError) as ei:
+        parse_cfg(d / "big.cfg", SMALL)
+    text = str(ei.value)
+    assert text.startswith(f"{d / 'big.cfg'}:1: unit PDP has no register S_XXXX") and len(text) < 300
+    assert f"...({len(name)} characters)" in text
 
 
 def test_write_cfg_round_trip(make_trace):

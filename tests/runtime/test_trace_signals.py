@@ -165,16 +165,36 @@ def test_kill_9_of_dla_takes_its_workers_with_it(tmp_path: Path) -> None:
     assert not gone_soon(workers)
 
 
-def test_a_poll_with_huge_retries_ends_with_an_error_naming_register_and_line(tmp_path: Path) -> None:
+def test_poll_retries_above_the_cap_are_refused_before_playing(tmp_path: Path) -> None:
+    """10^12 retries of a never-matching read would poll for hours: refused at parse time, naming
+    plusargs.txt:line and the cap (bad input, exit 2), with the report still written."""
     slow = slow_traces(tmp_path, names=("huge",), retries=10**12)
-    (slow / "huge" / "plusargs.txt").write_text("+read_reg_poll_retries=1000000000000\n")
+    (slow / "huge" / "plusargs.txt").write_text("+continue_on_fail\n+read_reg_poll_retries=1000000000000\n")
     r = subprocess.run([*DLA, "trace", str(slow), "--json", "r.json"], cwd=tmp_path, capture_output=True,
                        text=True, timeout=HANG_GUARD_S)
-    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.returncode == 2, r.stdout + r.stderr
     line = r.stdout.splitlines()[0]
-    assert line.startswith("ERROR huge: ") and f"{slow / 'huge' / 'input.txn'}:1: " in line
-    assert "NVDLA_BDMA.CFG_DST_SURF_0" in line and f"maximum of {MAX_POLL_READS}" in line
+    assert line == (f"ERROR huge: {slow / 'huge' / 'plusargs.txt'}:2: +read_reg_poll_retries=1000000000000: "
+                    f"expected a number of reads from 0 to {MAX_POLL_READS:,}")
     assert json.loads((tmp_path / "r.json").read_text())["traces"][0]["status"] == "ERROR"
+
+
+def test_a_poll_above_the_cap_built_in_code_still_ends_naming_register_and_line(monkeypatch) -> None:
+    """The player keeps its own cap for PollReg commands that did not come from a parsed plusargs.txt."""
+    import asyncio
+
+    from golden.config import PRESETS
+    from golden.regs import register_map
+    from runtime import player
+    from runtime.golden_target import GoldenTarget
+    from runtime.trace import Trace
+    from runtime.txn import PollReg
+
+    monkeypatch.setattr(player, "MAX_POLL_READS", 50)
+    addr, reg = register_map().resolve("NVDLA_GLB.S_INTR_MASK_0")
+    never = PollReg(1, reg.full_name, addr, 0x12345678, 0xFFFFFFFF, retries=51)
+    with pytest.raises(player.BudgetExceeded, match=rf"t.txn:1: read_reg {reg.full_name} polled 50 times"):
+        asyncio.run(player.play(Trace("t", Path("t.txn"), [never]), GoldenTarget(PRESETS["nv_small"])))
 
 
 def test_a_trace_over_its_time_budget_is_an_error(tmp_path: Path) -> None:

@@ -246,6 +246,24 @@ def test_bad_plusargs(make_txn):
     assert out.status == ERROR and out.bad_input and "plusargs.txt:1: bad number 'lots'" in out.detail
 
 
+@pytest.mark.parametrize("plusargs, line, message", [
+    ("+read_reg_poll_retries=-1", 1, "+read_reg_poll_retries=-1: expected a number of reads from 0 to 1,000,000"),
+    ("+continue_on_fail\n+read_reg_poll_retries=1000000000000", 2,
+     "+read_reg_poll_retries=1000000000000: expected a number of reads from 0 to 1,000,000"),
+])
+def test_poll_retries_out_of_range_are_refused_at_parse_time(make_txn, plusargs, line, message):
+    path = make_txn("plus", [f"write_reg {DST_SURF} 0x1"], plusargs=plusargs)
+    with pytest.raises(TraceError) as ei:
+        parse_txn(path, FULL)
+    assert str(ei.value) == f"{path.parent / 'plusargs.txt'}:{line}: {message}"
+
+
+def test_register_values_wider_than_32_bits_are_errors(make_txn):
+    path = make_txn("wide", [f"write_reg {DST_SURF} 0x100000000"])
+    with pytest.raises(TraceError, match=r"input\.txn:1: value 0x100000000 for .* does not fit in 32 bits"):
+        parse_txn(path, FULL)
+
+
 def test_suite_carries_on_after_a_bad_trace(make_txn, tmp_path, capsys):
     make_txn("a_bad", ["frobnicate"])
     make_txn("b_good", [f"write_reg {DST_SURF} 0x20", f"read_reg {DST_SURF} 0xffffffff 0x20"])
