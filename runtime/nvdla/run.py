@@ -159,6 +159,9 @@ class NvdlaNetwork:
                 raise self._fail(f"address {a.id}: memory {a.mem_id} does not exist")
             if a.offset > m.size:
                 raise self._fail(f"address {a.id}: offset {a.offset} is past memory {m.id} ({m.size} bytes)")
+            if a.offset + a.size > m.size:  # a size of 2^40 is a corrupt entry, not a window to clamp
+                raise self._fail(f"address {a.id}: {a.size} bytes at offset {a.offset} do not fit memory {m.id} "
+                                 f"({m.size} bytes)")
         for t in ld.tasks:
             for i, aid in enumerate(t.address_list):
                 if aid not in self.addresses and aid != 0xFFFF:

@@ -109,3 +109,18 @@ def test_dangling_references_are_named():
     ld.memories[5].contents = ["nope"]
     with pytest.raises(NvdlaRunError, match="memory 5: content blob 'nope' does not exist"):
         NvdlaNetwork(ld)
+
+
+def test_address_entries_past_their_memory_are_named():
+    """An address entry of 2^40 bytes (or at an offset past its memory) is a corrupt loadable, refused before
+    anything runs instead of being clamped to the memory."""
+    ld = fbs.parse(_pdp_loadable())
+    a = ld.addresses[5]
+    a.size = 1 << 40
+    with pytest.raises(NvdlaRunError, match=rf"address 5: {1 << 40} bytes at offset {a.offset} do not fit memory "
+                                            rf"{a.mem_id} \("):
+        NvdlaNetwork(ld)
+    ld = fbs.parse(_pdp_loadable())
+    ld.addresses[5].offset = 1 << 40
+    with pytest.raises(NvdlaRunError, match=rf"address 5: offset {1 << 40} is past memory"):
+        NvdlaNetwork(ld)
