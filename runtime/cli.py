@@ -38,7 +38,7 @@ from runtime.inputs import (
     write_rawdump,
 )
 from runtime.deadline import DEFAULT_COMMAND_BUDGET_S, DeadlineExceeded, wall_clock
-from runtime.processes import deferred_interrupts, interrupt_exit_code, raise_on_sigterm
+from runtime.processes import StopRequests, deferred_interrupts, interrupt_exit_code, raise_on_sigterm
 from runtime.status import StatusLine
 from runtime.strict import KnownIncomplete, strict_outcome
 from runtime.trace import find_traces
@@ -265,23 +265,29 @@ def _guarded(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
     instead of its one-line summary."""
 
     def run(args: argparse.Namespace) -> int:
-        try:
-            return func(args)
-        except DeadlineExceeded as exc:  # a legal job too big for its --timeout: not bad input
-            print(f"dla: {exc}", file=sys.stderr)
-            return 1
-        except _user_errors() as exc:
-            print(f"dla: {clip_tokens(str(exc))}", file=sys.stderr)
-            return 2
-        except OSError as exc:
-            where = f"{exc.filename}: " if exc.filename else ""
-            print(clip_tokens(f"dla: {where}{exc.strerror or exc}"), file=sys.stderr)
-            return 2
-        except Exception as exc:
-            if os.environ.get("DLA_DEBUG"):
-                raise
-            print(internal_error_line(exc), file=sys.stderr)
-            return 1
+        # Ctrl-C and SIGTERM raise at once wherever the command is, even inside the executor's event loop
+        # (asyncio.run would only cancel its task at the next suspension: after the whole batch)
+        with StopRequests():
+            try:
+                return func(args)
+            except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (runtime.processes.Terminated)
+                print("dla: interrupted", file=sys.stderr)
+                return interrupt_exit_code(exc)
+            except DeadlineExceeded as exc:  # a legal job too big for its --timeout: not bad input
+                print(f"dla: {exc}", file=sys.stderr)
+                return 1
+            except _user_errors() as exc:
+                print(f"dla: {clip_tokens(str(exc))}", file=sys.stderr)
+                return 2
+            except OSError as exc:
+                where = f"{exc.filename}: " if exc.filename else ""
+                print(clip_tokens(f"dla: {where}{exc.strerror or exc}"), file=sys.stderr)
+                return 2
+            except Exception as exc:
+                if os.environ.get("DLA_DEBUG"):
+                    raise
+                print(internal_error_line(exc), file=sys.stderr)
+                return 1
 
     return run
 
