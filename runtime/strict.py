@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from dlaio.inputs import not_a_file
 from golden.config import PRESETS, get_config
 from golden.regs import register_map
 from runtime.suite import ERROR, NA, Outcome
@@ -33,6 +34,9 @@ class KnownIncomplete:
     def load(cls, path: Path | str) -> KnownIncomplete:
         """Read a list file; ValueError naming file:line for an entry that cannot name a trace."""
         path = Path(path)
+        why = not_a_file(path)
+        if why:  # a FIFO would block the read forever
+            raise ValueError(f"{path}: cannot read the known-incomplete list ({why})")
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as exc:

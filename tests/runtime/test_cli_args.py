@@ -109,3 +109,14 @@ def test_an_input_array_that_is_a_fifo(tmp_path):
 def test_missing_loadable_is_no_such_file(tmp_path, capsys):
     assert main(["run", str(tmp_path / "nope.dla"), "--input", "x.npy"]) == 2
     assert capsys.readouterr().err.strip() == f"dla: {tmp_path / 'nope.dla'}: no such file or directory"
+
+
+def test_known_incomplete_list_that_is_a_fifo(make_trace, tmp_path, capsys):
+    """Reading a FIFO would block forever: refused by what it is."""
+    from tests.runtime.conftest import PAYLOAD, passing_lines
+
+    make_trace("t", passing_lines(), {"in.dat": PAYLOAD})
+    os.mkfifo(tmp_path / "ki.txt")
+    assert main(["trace", str(tmp_path / "nv_small"), "--known-incomplete", str(tmp_path / "ki.txt")]) == 2
+    assert capsys.readouterr().err.strip() == (f"dla trace: {tmp_path / 'ki.txt'}: cannot read the known-incomplete "
+                                               "list (not a regular file (a FIFO))")
