@@ -34,6 +34,7 @@ from hypothesis.errors import HypothesisException, UnsatisfiedAssumption
 
 from dlaio import OutputError, check_output
 from golden import Dla
+from golden.budget import BudgetSettingError, max_memory
 from golden.config import PRESETS, HwConfig, get_config
 from regressions.fuzz import found as found_mod
 from regressions.fuzz.properties import Property, load
@@ -437,6 +438,10 @@ def parse(argv: list[str] | None, environ: dict[str, str]) -> Options:
     unknown = [c for c in args.config if c not in PRESETS]
     if unknown:
         raise UsageError(f"unknown config {unknown[0]!r}; presets: {', '.join(PRESETS)}")
+    try:
+        max_memory()  # a malformed $DLA_MAX_MEMORY would fail every example: one line now instead
+    except BudgetSettingError as exc:
+        raise UsageError(str(exc)) from None
     run_seed = args.seed
     if run_seed is None and environ.get("FUZZ_SEED", "").strip():
         try:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from dlaio import OutputError, check_output
+from golden.budget import BudgetSettingError, max_memory
 from regressions.regress import lists
 from regressions.regress.lists import REPO, ListError
 from regressions.regress.plan import Plan, git_commit
@@ -219,6 +220,11 @@ def main(argv: list[str] | None = None) -> int:
         i = argv.index("--lists") + 2 if "--lists" in argv else 0
         argv = argv[:i] + ["run"] + argv[i:]
     args = parser().parse_args(argv)
+    try:
+        max_memory()  # a malformed $DLA_MAX_MEMORY would fail every test it runs: one line now instead
+    except BudgetSettingError as e:
+        print(f"regress: {e}", file=sys.stderr)
+        return 2
     try:
         return {"run": cmd_run, "unit": cmd_unit, "report": cmd_report, "list": cmd_list}[args.command](args)
     except (ListError, OutputError) as e:
