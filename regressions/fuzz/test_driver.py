@@ -13,6 +13,7 @@ from regressions.fuzz import driver
 from regressions.fuzz.properties import PROPERTIES, Property
 from regressions.fuzz.serialize import from_json, to_json
 from regressions.fuzz.strategies import pool_layers
+from runtime import suite
 from runtime.suite import FAIL, run_trace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -129,8 +130,13 @@ def test_a_failure_exits_1_and_is_saved_shrunk(capsys, tmp_path: Path, failing_p
     assert out[-1] == "1 failure(s); seed 3"
 
 
-def fake_simulator(fail_index: int | None):
-    """``run_batch`` that plays the traces on golden; the ``fail_index``-th job is reported FAIL."""
+def fake_simulator(fail_index: int | None, monkeypatch):
+    """``run_batch`` that plays the traces on golden as our rtl/ computes (``tb.duts.dut_config``, which the
+    driver predicts it with); the ``fail_index``-th job is reported FAIL."""
+    from tb.duts import dut_config
+
+    real = suite.get_config
+    monkeypatch.setattr(suite, "get_config", lambda name: dut_config("rtl", real(name)))
     calls = []
 
     def run_batch(target, jobs, workers=1, options=None):
@@ -145,7 +151,7 @@ def fake_simulator(fail_index: int | None):
 
 
 def test_simulator_target_plays_batches_of_golden_traces(capsys, monkeypatch, tmp_path: Path) -> None:
-    batch, calls = fake_simulator(None)
+    batch, calls = fake_simulator(None, monkeypatch)
     monkeypatch.setattr("runtime.suite.run_batch", batch)
     code, out, _ = run(capsys, ["--target", "verilator", "--seconds", "300", "--examples", "25", "--seed", "2",
                                 "--found-dir", str(tmp_path), "-q"])
@@ -157,7 +163,7 @@ def test_simulator_target_plays_batches_of_golden_traces(capsys, monkeypatch, tm
 
 
 def test_simulator_mismatch_is_saved_with_its_trace(capsys, monkeypatch, tmp_path: Path) -> None:
-    batch, _ = fake_simulator(1)
+    batch, _ = fake_simulator(1, monkeypatch)
     monkeypatch.setattr("runtime.suite.run_batch", batch)
     code, out, _ = run(capsys, ["--target", "icarus", "--property", "pdp", "--seconds", "300", "--examples", "5",
                                 "--found-dir", str(tmp_path), "-q"])
