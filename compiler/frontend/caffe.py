@@ -338,6 +338,13 @@ class _Converter:
         if not dims or any(d < 1 for d in dims[1:]):
             raise CompileError(where, f"input {blob!r} has an invalid shape {dims}")
         dims[0] = 1  # the compiler runs batch 1
+        elements = 1
+        for d in dims:
+            elements *= d
+        try:  # before any shape arithmetic: numpy's int64 would wrap a 2^63 dim into a negative layer size
+            check_size(f"input {blob!r} {dims} (float32)", elements * 4)
+        except MemoryBudgetError as exc:
+            raise CompileError(where, str(exc)) from None
         name = self._out(blob, "input", is_input=True)
         if name in self.g.inputs:
             raise CompileError(where, f"input {blob!r} is declared twice")

@@ -244,6 +244,13 @@ class _Importer:
                 dims.append(1)  # dynamic or zero batch: compile for one sample
             else:
                 raise CompileError(self.g.source, f"graph input {vi.name!r} has dynamic dimension {i}")
+        elements = 1
+        for d in dims:
+            elements *= d
+        try:  # before any shape arithmetic: numpy's int64 would wrap a 2^63 dim into a negative layer size
+            check_size(f"graph input {vi.name!r} {dims} (float32)", elements * 4)
+        except MemoryBudgetError as exc:
+            raise CompileError(self.g.source, str(exc)) from None
         return tuple(dims)
 
     def _convert(self, node: onnx.NodeProto) -> None:

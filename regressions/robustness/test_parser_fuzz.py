@@ -187,6 +187,16 @@ def _npz_bad_crc(seed: Seed) -> bytes:
     return bytes(data)
 
 
+def _onnx_input_dim(seed: Seed) -> bytes:
+    """An input dimension of 2^63 - 1: numpy's int64 shape arithmetic used to wrap it into a negative layer size."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(seed.message)
+    m.graph.input[0].type.tensor_type.shape.dim[3].dim_value = (1 << 63) - 1
+    return m.SerializeToString()
+
+
 @dataclass(frozen=True)
 class Reproducer:
     id: str
@@ -195,6 +205,8 @@ class Reproducer:
     make: Callable[[Seed], bytes]
     #: What the one-line error must say; None: the input is valid and must be accepted.
     expect: str | None
+    #: Label of the seed ``make`` starts from (default: the format's first seed).
+    seed: str = ""
 
 
 REPRODUCERS = [
@@ -213,6 +225,10 @@ REPRODUCERS = [
     Reproducer("txn-data-name-too-long", "txn", lambda s: b"load_mem 0x80000000 0x10 " + b"9" * 400 + b".dat\n",
                "File name too long"),
     Reproducer("onnx-initializer-dims", "onnx", _onnx_initializer_dims, "initializer"),
+    Reproducer("onnx-input-dim-int64-max", "onnx", _onnx_input_dim, "exceeds the memory budget"),
+    Reproducer("prototxt-input-dim-int64-max", "prototxt",
+               lambda s: s.data.replace(b"dim: 28", b"dim: 0x7fffffffffffffff", 1), "exceeds the memory budget",
+               seed="zoo/lenet.prototxt (random weights)"),
     Reproducer("npz-bad-crc", "array", _npz_bad_crc, "not a .npy/.npz array (BadZipFile"),
     Reproducer("npy-declares-a-terabyte", "array", lambda s: _npy_declaring((1 << 38,)), "exceeds the memory budget"),
     Reproducer("calib-scale-not-a-number", "calib_table", lambda s: b'{"data": {"scale": "abc"}}', "must be numbers"),
@@ -223,7 +239,7 @@ REPRODUCERS = [
 @pytest.mark.parametrize("repro", REPRODUCERS, ids=lambda r: r.id)
 def test_fixed_crash_stays_fixed(repro: Reproducer, seed_dir: Path, tmp_path: Path) -> None:
     fmt = FORMATS[repro.format]
-    seed_file = seeds_of(fmt, seed_dir)[0]
+    seed_file = next(s for s in seeds_of(fmt, seed_dir) if s.label == repro.seed or not repro.seed)
     message = run_case(fmt, Case(seed_file, repro.make(seed_file)), tmp_path / "case", timed=False)
     if repro.expect is None:
         assert message is None
