@@ -37,6 +37,7 @@ after ``infer_shapes``. Engine ops produced by lowering (``dla.*``/``cpu.*``) li
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -335,13 +336,13 @@ def _slice(g: Graph, n: Node, s: list[Shape]) -> list[Shape]:
 def _flatten(g: Graph, n: Node, s: list[Shape]) -> list[Shape]:
     axis = int(n.attrs.get("axis", 1))
     x = s[0]
-    return [(int(np.prod(x[:axis], dtype=np.int64)), int(np.prod(x[axis:], dtype=np.int64)))]
+    return [(math.prod(x[:axis]), math.prod(x[axis:]))]  # exact: int64 would wrap a huge cube to negative
 
 
 @shape_fn("Reshape")
 def _reshape(g: Graph, n: Node, s: list[Shape]) -> list[Shape]:
     shape = tuple(int(v) for v in n.attrs["shape"])
-    if int(np.prod(shape, dtype=np.int64)) != int(np.prod(s[0], dtype=np.int64)):
+    if math.prod(shape) != math.prod(s[0]):
         raise g.error(n, f"cannot reshape {list(s[0])} to {list(shape)}")
     return [shape]
 

@@ -254,6 +254,12 @@ class _Converter:
             infer_shapes(self.g, [node])
         except CompileError as e:
             raise self.err(e.msg) from None
+        for t in outputs:  # a huge pad or kernel makes a huge cube: refuse it here, before int64 math wraps it
+            shape = list(self.g.shapes[t])
+            try:
+                check_size(f"tensor {t!r} {shape} (float32)", math.prod(shape) * 4)
+            except (MemoryBudgetError, ValueError) as exc:  # ValueError: a negative dimension
+                raise self.err(str(exc)) from None
         return outputs
 
     # -- weights ------------------------------------------------------------------------------------------
