@@ -177,6 +177,7 @@ _INT_RANGES = {
     FieldDescriptor.TYPE_BOOL: (0, 1),
 }
 _FLOATS = (FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_DOUBLE)
+_NESTED = (FieldDescriptor.TYPE_MESSAGE, FieldDescriptor.TYPE_GROUP)
 
 
 def _is_repeated(fd: FieldDescriptor) -> bool:
@@ -200,12 +201,17 @@ def string_values(msg: Message, limit: int = 500) -> list[str]:
 
 
 def pick_field(draw: Draw, msg: Message) -> tuple[Message, FieldDescriptor] | None:
-    """A set field reached by a random descent from the root (stopping at a message field one time in
-    four): cost grows with the depth of the message, not its size, so a 500 KB loadable mutates fast."""
+    """A field reached by a random descent from the root (stopping at a message field one time in four), one
+    time in five a scalar the message leaves unset (a pad, group or stride a model never wrote): cost grows
+    with the depth of the message, not its size, so a 500 KB loadable mutates fast."""
     while True:
         fields = msg.ListFields()
-        if not fields:
-            return None
+        if not fields or draw(st.integers(0, 4)) == 0:  # sometimes a field the file never set (a default)
+            scalars = [f for f in msg.DESCRIPTOR.fields if f.type not in _NESTED]
+            if scalars:
+                return msg, scalars[draw(st.integers(0, len(scalars) - 1))]
+            if not fields:
+                return None
         fd, value = fields[draw(st.integers(0, len(fields) - 1))]
         if fd.type != FieldDescriptor.TYPE_MESSAGE or draw(st.integers(0, 3)) == 0:
             return msg, fd
@@ -248,7 +254,11 @@ def mutate_message(draw: Draw, msg: Message, strings: list[str]) -> None:
             parent.ClearField(fd.name)
         elif _is_repeated(fd):
             items = getattr(parent, fd.name)
-            if len(items) == 0 or fd.type == FieldDescriptor.TYPE_MESSAGE and fd.message_type.GetOptions().map_entry:
+            if fd.type == FieldDescriptor.TYPE_MESSAGE and fd.message_type.GetOptions().map_entry:
+                return
+            if len(items) == 0:
+                if fd.type != FieldDescriptor.TYPE_MESSAGE and action == "set":
+                    items.append(_scalar(draw, fd, None, strings))
                 return
             i = draw(st.integers(0, len(items) - 1))
             if action == "drop":
