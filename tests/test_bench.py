@@ -47,7 +47,9 @@ def assert_png(path: Path, min_bytes: int = 20_000) -> None:
     assert width >= 800 and height >= 400, (width, height)
 
 
-def run_bench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_bench(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """The bench in a subprocess; ``timeout`` is only a hang guard (a quick run took 120+ s on 2 cores with
+    both busy), never a speed check: speed lives in the bench results, not in an assertion."""
     return subprocess.run([sys.executable, "-m", "regressions.bench", *args], capture_output=True, text=True,
                           cwd=bench.REPO, timeout=timeout)
 
@@ -64,10 +66,8 @@ def test_quick_run_writes_results_and_plot(tmp_path):
             skip.append("rtl")
     else:
         skip += ["suite", "rtl"]
-    t0 = time.perf_counter()
     skipping = ["--skip", ",".join(skip)] if skip else []
     proc = run_bench("--quick", "--out", str(out), "--traces", str(TRACES), *skipping)
-    seconds = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     results = json.loads(out.read_text())
     assert results["quick"] is True and results["errors"] == {}
