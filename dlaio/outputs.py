@@ -29,6 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Literal, Union
 
+from dlaio.inputs import kind_of
+
 __all__ = ["OutputError", "check_output", "write_atomic", "publish_dir", "input_files"]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -45,20 +47,6 @@ class OutputError(Exception):
         self.path = os.fspath(path)
         self.reason = reason
         super().__init__(f"cannot write {self.path}: {reason}")
-
-
-def _kind_of(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    return "not a regular file"
 
 
 def _resolve(path: Path, given: PathLike) -> Path:
@@ -103,7 +91,7 @@ def _check_parent(target: Path, given: PathLike) -> None:
             raise OutputError(given, f"its folder {parent}: {exc.strerror or exc}") from None
         break
     if not stat.S_ISDIR(st.st_mode):
-        raise OutputError(given, f"{parent} is {_kind_of(st.st_mode)}, not a folder")
+        raise OutputError(given, f"{parent} is {kind_of(st.st_mode)}, not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
         what = "is not writable" if parent == target.parent else f"cannot be created ({parent} is not writable)"
         raise OutputError(given, f"its folder {target.parent} {what}")
@@ -125,9 +113,9 @@ def check_output(path: PathLike, *, inputs: Iterable[PathLike] = (), kind: Kind 
     ids = _identities(inputs)
     if st is not None:
         if kind == "file" and not stat.S_ISREG(st.st_mode):
-            raise OutputError(given, f"it is {_kind_of(st.st_mode)}, not a regular file")
+            raise OutputError(given, f"it is {kind_of(st.st_mode)}, not a regular file")
         if kind == "dir" and not stat.S_ISDIR(st.st_mode):
-            raise OutputError(given, f"it is {_kind_of(st.st_mode)}, not a folder")
+            raise OutputError(given, f"it is {kind_of(st.st_mode)}, not a folder")
         same = ids.get((st.st_dev, st.st_ino))
         if same is not None:
             also = "" if os.path.abspath(same) == os.path.abspath(os.fspath(given)) else f" ({same})"

@@ -16,6 +16,7 @@ from typing import Iterable, Iterator, Union
 
 import numpy as np
 
+from dlaio.inputs import kind_of
 from golden.budget import MemoryBudgetError, check_size, format_size
 from golden.errors import RegisterError, clip_tokens
 from golden.regs import RegisterMap
@@ -162,7 +163,8 @@ class Trace:
             if not file.exists():
                 missing.append(file)
             elif not file.is_file():
-                raise TraceError(self.path, cmd.line, f"data file {file} is {_file_kind(file)}, not a regular file")
+                kind = kind_of(file.stat().st_mode)
+                raise TraceError(self.path, cmd.line, f"data file {file} is {kind}, not a regular file")
         return missing
 
     def missing_line(self, file: Path) -> int:
@@ -173,20 +175,6 @@ class Trace:
         return [c for c in self.commands if isinstance(c, (CheckCrc, CheckFile, CheckNothing))]
 
 
-def _file_kind(path: Path) -> str:
-    """What a non-regular file is, in words for an error message."""
-    mode = path.stat().st_mode
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "of an unknown kind"
-
-
 # ---- reading text files within the memory budget --------------------------------------------------------
 def read_trace_text(path: Path, what: str) -> str:
     """The text of a trace or data file, refused (``TraceError`` naming it) before reading when it is not a
@@ -194,9 +182,7 @@ def read_trace_text(path: Path, what: str) -> str:
     try:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode):
-            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else (
-                "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a file")
-            raise TraceError(path, 0, f"{what} is {kind}, not a regular file")
+            raise TraceError(path, 0, f"{what} is {kind_of(st.st_mode)}, not a regular file")
         check_size(f"parsing {what} of {format_size(st.st_size)} (~{TEXT_EXPANSION}x its size)",
                    st.st_size * TEXT_EXPANSION)
         data = path.read_bytes()
