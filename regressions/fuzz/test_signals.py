@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+from runtime.processes import wait_gone
 from tests.tb.conftest import available
 
 HANG_GUARD_S = 600
@@ -63,21 +64,9 @@ def wait_for_simulator(proc: subprocess.Popen) -> set[int]:
     pytest.fail("no simulation started")
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
-
-
-def still_alive_later(pids: set[int]) -> set[int]:
-    deadline = time.monotonic() + 60
-    left = {p for p in pids if alive(p)}
-    while left and time.monotonic() < deadline:
-        time.sleep(0.1)
-        left = {p for p in left if alive(p)}
-    return left
+def left_alive(pids) -> list[int]:
+    """The pids still alive after a while (a hang guard, not a timing check)."""
+    return wait_gone(sorted(pids), 60)
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
@@ -104,7 +93,7 @@ def test_simulator_run_sigterm_stops_the_simulation(tmp_path: Path) -> None:
     out, err = proc.communicate(timeout=HANG_GUARD_S)
     assert proc.returncode == 143, out + err
     assert "Traceback" not in err and "property " in out
-    assert not still_alive_later(running)
+    assert not left_alive(running)
 
 
 @pytest.mark.skipif(not available("icarus"), reason="iverilog not installed")
@@ -113,7 +102,7 @@ def test_kill_9_of_the_driver_takes_its_simulator_with_it(tmp_path: Path) -> Non
     running = wait_for_simulator(proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=HANG_GUARD_S)
-    assert not still_alive_later(running)
+    assert not left_alive(running)
 
 
 @pytest.mark.skipif(not available("icarus"), reason="iverilog not installed")

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from runtime.player import MAX_POLL_READS
-from tests.runtime.conftest import PAYLOAD, passing_lines
+from runtime.processes import alive, children, wait_gone
 from runtime.trace import write_dat
+from tests.runtime.conftest import PAYLOAD, passing_lines
 
 DLA = [sys.executable, "-m", "runtime.cli"] if not (Path(sys.executable).parent / "dla").exists() \
     else [str(Path(sys.executable).parent / "dla")]
@@ -48,25 +49,6 @@ def slow_traces(root: Path, names: tuple[str, ...] = ("slow_a", "slow_b"), reads
     return folder
 
 
-def children(pid: int) -> set[int]:
-    """Direct children of ``pid`` (the kernel's own list, independent of runtime.processes)."""
-    out: set[int] = set()
-    for f in Path(f"/proc/{pid}/task").glob("*/children"):
-        try:
-            out |= {int(x) for x in f.read_text().split()}
-        except OSError:
-            pass
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
-
-
 def start(args: list[str], cwd: Path) -> subprocess.Popen:
     return subprocess.Popen([*DLA, "trace", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -86,7 +68,7 @@ def wait_for_workers(proc: subprocess.Popen, n: int = 2, busy: bool = False) -> 
     waiting for its first task uses none)."""
     deadline = time.monotonic() + HANG_GUARD_S
     while time.monotonic() < deadline:
-        kids = children(proc.pid)
+        kids = set(children(proc.pid))
         if len(kids) >= n and (not busy or all(cpu_seconds(k) > 0.3 for k in kids)):
             return kids
         assert proc.poll() is None, proc.communicate()
@@ -101,14 +83,9 @@ def read_lines(proc: subprocess.Popen, n: int) -> list[str]:
     return [proc.stdout.readline() for _ in range(n)]
 
 
-def gone_soon(pids: set[int]) -> set[int]:
+def left_alive(pids) -> list[int]:
     """The pids still alive after a while (a hang guard, not a timing check)."""
-    deadline = time.monotonic() + 60
-    left = {p for p in pids if alive(p)}
-    while left and time.monotonic() < deadline:
-        time.sleep(0.1)
-        left = {p for p in left if alive(p)}
-    return left
+    return wait_gone(sorted(pids), 60)
 
 
 def test_a_killed_worker_is_an_error_naming_the_signal(tmp_path: Path) -> None:
@@ -152,7 +129,7 @@ def test_sigterm_and_sigint_stop_the_run_and_report_what_finished(tmp_path: Path
     assert out.splitlines()[-1] == "4 passed, 0 failed, 0 skipped"
     doc = json.loads((tmp_path / "r.json").read_text())
     assert [t["status"] for t in doc["traces"]] == ["PASS"] * 4
-    assert not gone_soon(workers | children(proc.pid))
+    assert not left_alive(workers | set(children(proc.pid)))
 
 
 def test_kill_9_of_dla_takes_its_workers_with_it(tmp_path: Path) -> None:
@@ -162,7 +139,7 @@ def test_kill_9_of_dla_takes_its_workers_with_it(tmp_path: Path) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     out, _ = proc.communicate(timeout=HANG_GUARD_S)  # EOF: no worker holds stdout open
     assert proc.returncode == -signal.SIGKILL
-    assert not gone_soon(workers)
+    assert not left_alive(workers)
 
 
 def test_poll_retries_above_the_cap_are_refused_before_playing(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.processes import wait_gone
 from tests.tb.conftest import available
 from tests.tb.fixture import FIXTURE_DIR, copy_trace, fixture_header, write_trace
 
@@ -75,21 +76,9 @@ def wait_for_simulators(proc: subprocess.Popen, n: int) -> set[int]:
     pytest.fail("the simulations never started")
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
-
-
-def still_alive_later(pids: set[int]) -> set[int]:
-    deadline = time.monotonic() + 60
-    left = {p for p in pids if alive(p)}
-    while left and time.monotonic() < deadline:
-        time.sleep(0.1)
-        left = {p for p in left if alive(p)}
-    return left
+def left_alive(pids) -> list[int]:
+    """The pids still alive after a while (a hang guard, not a timing check)."""
+    return wait_gone(sorted(pids), 60)
 
 
 def test_a_killed_simulator_costs_only_the_trace_it_was_playing(tmp_path: Path, fixture_filelist: Path) -> None:
@@ -121,7 +110,7 @@ def test_sigterm_stops_the_simulations_and_reports(tmp_path: Path, fixture_filel
     assert proc.returncode == 143, out + err
     assert "Traceback" not in err and out.splitlines()[-1] == "0 passed, 0 failed, 0 skipped"
     assert json.loads((tmp_path / "r.json").read_text())["traces"] == []
-    assert not still_alive_later(running)
+    assert not left_alive(running)
 
 
 def test_kill_9_of_dla_takes_its_simulators_with_it(tmp_path: Path, fixture_filelist: Path) -> None:
@@ -132,7 +121,7 @@ def test_kill_9_of_dla_takes_its_simulators_with_it(tmp_path: Path, fixture_file
     running = wait_for_simulators(proc, 2)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=HANG_GUARD_S)  # EOF: no simulator holds stdout open
-    assert not still_alive_later(running)
+    assert not left_alive(running)
 
 
 def test_a_trace_over_its_time_budget_stops_its_simulation(tmp_path: Path, fixture_filelist: Path) -> None:

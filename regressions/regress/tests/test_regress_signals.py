@@ -16,6 +16,7 @@ from junitparser import JUnitXml
 
 from regressions.regress.lists import REPO
 from regressions.regress.tests.test_regress import LEVELS, _env, unit
+from runtime.processes import descendants, wait_gone
 
 SAMPLE = "regressions/regress/tests/samples/sample_victim.py"
 HANG_GUARD_S = 300
@@ -50,34 +51,9 @@ def victim_pid(proc: subprocess.Popen, pid_file: Path) -> int:
     pytest.fail("the victim test never started")
 
 
-def descendants(pid: int) -> set[int]:
-    out, todo = set(), [pid]
-    while todo:
-        for f in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
-            try:
-                kids = {int(x) for x in f.read_text().split()}
-            except OSError:
-                continue
-            out |= kids
-            todo += kids
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
-
-
-def still_alive_later(pids: set[int]) -> set[int]:
-    deadline = time.monotonic() + 60
-    left = {p for p in pids if alive(p)}
-    while left and time.monotonic() < deadline:
-        time.sleep(0.1)
-        left = {p for p in left if alive(p)}
-    return left
+def left_alive(pids) -> list[int]:
+    """The pids still alive after a while (a hang guard, not a timing check)."""
+    return wait_gone(sorted(pids), 60)
 
 
 def test_a_killed_worker_is_an_error_naming_the_signal(victim_lists: Path, tmp_path: Path) -> None:
@@ -104,7 +80,7 @@ def test_sigterm_writes_the_report_and_leaves_no_process(victim_lists: Path, tmp
     assert "Traceback" not in text
     summary = json.loads(((tmp_path / "out" / "latest").resolve() / "summary.json").read_text())
     assert summary["interrupted"]
-    assert not still_alive_later(started)
+    assert not left_alive(started)
 
 
 def test_kill_9_of_the_launcher_takes_pytest_and_its_workers_with_it(victim_lists: Path, tmp_path: Path) -> None:
@@ -114,4 +90,4 @@ def test_kill_9_of_the_launcher_takes_pytest_and_its_workers_with_it(victim_list
     assert len(started) >= 3  # pytest and its two workers
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=HANG_GUARD_S)  # EOF: nothing left holds the output open
-    assert not still_alive_later(started)
+    assert not left_alive(started)
