@@ -66,7 +66,7 @@ def fuzz(root: Path, found_dir: Path, examples: int) -> tuple[subprocess.Complet
 def test_truncating_sdp_output_cvt_is_found_and_shrunk(tmp_path: Path) -> None:
     root = golden_copy(tmp_path / "mutant", mutate=True)
     imported = python(root, "-c", "import golden, regressions; print(golden.__file__); print(regressions.__file__)",
-                      timeout=60).stdout.split()
+                      timeout=600).stdout.split()
     assert Path(imported[0]).is_relative_to(root) and Path(imported[1]).is_relative_to(REPO)
 
     found_dir = tmp_path / "found"
@@ -97,7 +97,7 @@ def test_truncating_sdp_output_cvt_is_found_and_shrunk(tmp_path: Path) -> None:
         # The trace checks the reference's CRC: the correct golden (this process's) passes it ...
         assert run_trace(str(cfg), data["config"]).status == PASS
     # ... and the mutant fails it.
-    replay = python(root, "-m", "runtime.cli", "trace", str(saved[0].with_suffix("")), "-q", timeout=120)
+    replay = python(root, "-m", "runtime.cli", "trace", str(saved[0].with_suffix("")), "-q", timeout=600)
     assert replay.returncode == 1 and "FAIL" in replay.stdout, replay.stdout + replay.stderr
 
 

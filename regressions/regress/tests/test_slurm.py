@@ -64,7 +64,7 @@ def lists_dir(tmp_path: Path) -> Path:
 def _collected(path: str) -> set[str]:
     """Node ids pytest collects from a test file (what a unit's records must cover)."""
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", path],
-                         cwd=REPO, capture_output=True, text=True, timeout=120)
+                         cwd=REPO, capture_output=True, text=True, timeout=600)
     return {line for line in out.stdout.splitlines() if line.startswith(path + "::")}
 
 
