@@ -57,7 +57,8 @@ def format_size(nbytes: int) -> str:
     """A short human size: ``1.5 GiB``, ``300 MiB``, ``12 bytes``."""
     for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if abs(nbytes) >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
+            value = nbytes / scale
+            return f"{value:.3g} {unit}" if abs(value) < 999.5 else f"{value:,.0f} {unit}"  # never 1.01e+03
     return f"{nbytes} bytes"
 
 

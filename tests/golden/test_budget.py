@@ -40,6 +40,7 @@ def test_check_size_names_what_asked(monkeypatch):
     with pytest.raises(ValueError, match="negative"):
         check_size("y", -1)
     assert format_size(12) == "12 bytes"
+    assert format_size(3 * 300000 * 300000 * 4) == "1,006 GiB" and format_size(1 << 40) == "1 TiB"
 
 
 def test_default_follows_an_address_space_limit(monkeypatch):
