@@ -18,8 +18,8 @@ from compiler.passes.memplan import (
     ALIGN, REGION_INPUT, REGION_OUTPUT, REGION_SCRATCH, REGION_WEIGHTS, MemoryPlan, align,
 )
 from compiler.proto import loadable_pb2 as pb
+from golden.intr import INTR_SOURCES, done_bit
 from golden.regs import register_map
-from runtime.trace import INTR_BITS
 
 CONV_ENGINES = ["CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC", "SDP"]
 
@@ -123,7 +123,7 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
             emit_conv(regs, band, wlocs[(k0, k1, c0)], (k1 - k0, c1 - c0, r, s), out, piece_conv, prm, operands,
                       data_banks=pc.data_banks, reuse=reuse)
             op = pb.DlaOp(name=n.name if len(pieces) == 1 else f"{n.name}#{i}", engines=CONV_ENGINES, layer=layer,
-                          interrupt_mask=1 << INTR_BITS["SDP"],
+                          interrupt_mask=1 << done_bit("SDP"),
                           macs=(k1 - k0) * (c1 - c0) * r * s * (o1 - o0) * dst.width)
             _to_pb_writes(hw, regs, op)
             ops.append(op)
@@ -135,19 +135,19 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
         if prm.lut is not None and not hw.sdp_lut:
             raise g.error(n, f"{hw.name} has no SDP LUT")
         emit_sdp(regs, src, dst, prm, _place_operands(prm, weights, plan, dst, atom, 0, 0))
-        op = pb.DlaOp(name=n.name, engines=["SDP"], layer=layer, interrupt_mask=1 << INTR_BITS["SDP"])
+        op = pb.DlaOp(name=n.name, engines=["SDP"], layer=layer, interrupt_mask=1 << done_bit("SDP"))
         _to_pb_writes(hw, regs, op)
         ops.append(op)
     elif n.op == "dla.pdp":
         regs = RegProgram(hw)
         emit_pdp(regs, src, dst, n.attrs["pdp"])
-        op = pb.DlaOp(name=n.name, engines=["PDP"], layer=layer, interrupt_mask=1 << INTR_BITS["PDP"])
+        op = pb.DlaOp(name=n.name, engines=["PDP"], layer=layer, interrupt_mask=1 << done_bit("PDP"))
         _to_pb_writes(hw, regs, op)
         ops.append(op)
     elif n.op == "dla.cdp":
         regs = RegProgram(hw)
         emit_cdp(regs, src, dst, n.attrs["cdp"])
-        op = pb.DlaOp(name=n.name, engines=["CDP"], layer=layer, interrupt_mask=1 << INTR_BITS["CDP"])
+        op = pb.DlaOp(name=n.name, engines=["CDP"], layer=layer, interrupt_mask=1 << done_bit("CDP"))
         _to_pb_writes(hw, regs, op)
         ops.append(op)
     else:
@@ -156,9 +156,6 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
         op.inputs.extend([t for t in n.inputs if t])
         op.outputs.extend(n.outputs)
     return ops
-
-
-_INTR_UNIT = {INTR_BITS[u]: u for u in ("SDP", "CDP", "PDP")}
 
 
 def assign_groups(tasks: list[pb.Task]) -> None:
@@ -177,8 +174,8 @@ def assign_groups(tasks: list[pb.Task]) -> None:
             mask = 0
             for bit in range(32):
                 if op.interrupt_mask >> bit & 1:
-                    unit = _INTR_UNIT.get(bit)
-                    mask |= 1 << (bit + (count.get(unit, 0) & 1 if unit else 0))
+                    source = INTR_SOURCES.get(bit)
+                    mask |= 1 << (bit + (count.get(source[1], 0) & 1 if source else 0))
             op.interrupt_mask = mask
             for unit in armed:
                 count[unit] = count.get(unit, 0) + 1

@@ -30,6 +30,7 @@ from dlaio import publish_dir
 from golden.config import HwConfig, get_config
 from golden.engines import engine_of_unit
 from golden.errors import DlaError
+from golden.intr import INTR_SOURCES
 from golden.layout import CubeLayout
 from golden.regs import register_map
 from runtime.cpu_ops import Kernel, run_cpu_task
@@ -49,12 +50,6 @@ CVSRAM_BASE = 0x5000_0000
 MIN_ALIGNMENT = 4096
 MEM_NAMES = {1: "pri_mem", 0: "sec_mem"}
 
-#: GLB.S_INTR_STATUS bit pairs (group 0 bit): trace source name and the unit whose CONSUMER group picks
-#: the bit of the pair (the engines raise ``bit + group``).
-INTR_SOURCES: dict[int, tuple[str, str]] = {
-    0: ("SDP", "SDP"), 2: ("CDP", "CDP"), 4: ("PDP", "PDP"), 6: ("BDMA", "BDMA"), 8: ("RUBIK", "RBK"),
-    16: ("CDMA_DAT", "CDMA"), 18: ("CDMA_WT", "CDMA"), 20: ("CACC", "CACC"),
-}
 
 #: progress(done, total, task) after every task.
 Progress = Callable[[int, int, pb.Task], None]

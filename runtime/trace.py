@@ -19,13 +19,12 @@ import numpy as np
 from dlaio.inputs import kind_of
 from golden.budget import MemoryBudgetError, check_size, format_size
 from golden.errors import RegisterError, clip_tokens
+from golden.intr import DONE_BITS
 from golden.regs import RegisterMap
 
-#: intr_notify IDs -> GLB S_INTR_STATUS bit of group 0 (group 1 is the next bit).
-INTR_BITS = {
-    "SDP": 0, "CDP": 2, "PDP": 4, "BDMA": 6, "RUBIK": 8, "RBK": 8,
-    "CDMA_DAT": 16, "CDMA_WT": 18, "CACC": 20,
-}
+#: intr_notify IDs -> GLB S_INTR_STATUS bit of group 0 (group 1 is the next bit): the register table's
+#: sources, and RBK, the register block's name, for RUBIK.
+INTR_BITS = {**DONE_BITS, "RBK": DONE_BITS["RUBIK"]}
 MEM_NAMES = {"1": "pri_mem", "pri_mem": "pri_mem", "2": "sec_mem", "sec_mem": "sec_mem"}
 #: mem_init fill patterns.
 FILL_PATTERNS = {"ALL_ZERO": 0x00, "ALL_ONE": 0xFF, "ALL_F": 0xFF}

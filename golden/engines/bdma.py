@@ -31,6 +31,7 @@ import numpy as np
 
 from golden.dma import space_for
 from golden.engines import CommandQueue, Engine, OpContext, register
+from golden.intr import unit_done_bits
 from golden.memory import AddressSpace
 from golden.regs import UNITS, RegView
 
@@ -39,8 +40,6 @@ ATOM = 32
 _STATUS = UNITS["BDMA"].register("STATUS")
 #: Slots of the operation queue: STATUS.FREE_SLOT resets to it (RTL: ``20 - csb_fifo_wr_count``).
 SLOTS = _STATUS.field("FREE_SLOT").reset
-#: GLB S_INTR_STATUS bit of group 0 (group 1 is the next bit).
-DONE_BIT = UNITS["GLB"].register("S_INTR_STATUS").field("BDMA_DONE_STATUS0").lsb
 #: A strided access reads/writes one span when it is at most this many bytes or twice the data moved;
 #: sparser accesses go line by line.
 _SPAN_BYTES = 64 << 20
@@ -166,7 +165,7 @@ ENGINE = register(
         name="BDMA",
         units=("BDMA",),
         rdma=None,
-        done_bits=(("BDMA", DONE_BIT),),
+        done_bits=unit_done_bits("BDMA"),
         run=run,
         queue=CommandQueue(
             enqueue="CFG_OP", launches=("CFG_LAUNCH0", "CFG_LAUNCH1"), depth=SLOTS, status=status_words

@@ -39,6 +39,7 @@ from golden.config import HwConfig
 from golden.dma import check_format, feature_cube
 from golden.engines import Engine, OpContext, register
 from golden.errors import UnsupportedError
+from golden.intr import unit_done_bits
 from golden.layout import read_cube, write_cube
 from golden.regs import RegValue, RegView
 
@@ -494,7 +495,7 @@ ENGINE = register(
         name="CDP",
         units=("CDP",),
         rdma="CDP_RDMA",
-        done_bits=(("CDP", 2),),
+        done_bits=unit_done_bits("CDP"),
         run=run,
         lut_units=("CDP",),
     )

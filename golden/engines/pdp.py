@@ -51,6 +51,7 @@ from golden.config import BYTES_PER_ELEMENT
 from golden.dma import check_format, feature_cube
 from golden.engines import Engine, OpContext, Views, register
 from golden.errors import ConfigError
+from golden.intr import unit_done_bits
 from golden.layout import CubeLayout, read_cube, write_cube
 from golden.regs import RegView
 
@@ -679,7 +680,7 @@ ENGINE = register(
         name="PDP",
         units=("PDP",),
         rdma="PDP_RDMA",
-        done_bits=(("PDP", 4),),
+        done_bits=unit_done_bits("PDP"),
         run=run,
         source=source,
         rdma_needed=rdma_needed,

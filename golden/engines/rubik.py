@@ -41,7 +41,8 @@ from golden.dma import space_for
 from golden.engines import Engine, OpContext, register
 from golden.errors import UnsupportedError
 from golden.memory import AddressSpace
-from golden.regs import UNITS, RegView
+from golden.intr import unit_done_bits
+from golden.regs import RegView
 
 #: Bytes per atom (``RUBIK_ATOM_CUBE_SIZE``), the unit of every RUBIK memory access.
 ATOM = 32
@@ -51,8 +52,6 @@ CONTRACT, SPLIT, MERGE = 0, 1, 2
 MODE_NAMES = {CONTRACT: "contract", SPLIT: "split", MERGE: "merge"}
 #: IN_PRECISION -> (name, bytes per element).
 PRECISIONS = {0: ("int8", 1), 1: ("int16", 2), 2: ("fp16", 2)}
-#: GLB S_INTR_STATUS bit of group 0 (group 1 is the next bit).
-DONE_BIT = UNITS["GLB"].register("S_INTR_STATUS").field("RUBIK_DONE_STATUS0").lsb
 
 
 @dataclass(frozen=True)
@@ -289,7 +288,7 @@ ENGINE = register(
         name="RUBIK",
         units=("RBK",),
         rdma=None,
-        done_bits=(("RBK", DONE_BIT),),
+        done_bits=unit_done_bits("RBK"),
         run=run,
     )
 )

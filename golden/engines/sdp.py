@@ -42,6 +42,7 @@ from golden.config import HwConfig
 from golden.dma import dma_address, dma_bytes, space_for
 from golden.engines.sdp_lut import LutConfig, lut_lookup, lut_lookup_fp
 from golden.errors import UnsupportedError
+from golden.intr import unit_done_bits
 from golden.layout import CubeLayout, read_cube, write_cube
 from golden.memory import AddressSpace
 from golden.regs import RegView
@@ -801,7 +802,7 @@ ENGINE = register(
         name="SDP",
         units=("SDP",),
         rdma="SDP_RDMA",
-        done_bits=(("SDP", 0),),
+        done_bits=unit_done_bits("SDP"),
         run=run,
         source=source,
         sink=sink,

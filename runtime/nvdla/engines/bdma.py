@@ -10,6 +10,7 @@ them: addresses are address-list entries (no offset), sizes and strides bytes, r
 """
 from __future__ import annotations
 
+from golden.intr import done_bit
 from golden.regs import UNITS
 from runtime.nvdla.descriptors import OP_BDMA, BdmaSurfaceDesc, BdmaTransferDesc
 from runtime.nvdla.engines import Engine, Group, Program, hi32, lo32, register
@@ -21,7 +22,6 @@ MAX_TRANSFERS = 20
 #: the firmware's bounds on a transfer's repeat counts
 MAX_REPEAT = 8192
 _GRP0_BUSY = UNITS["BDMA"].register("STATUS").field("GRP0_BUSY")
-_DONE_BIT = UNITS["GLB"].register("S_INTR_STATUS").field("BDMA_DONE_STATUS0").lsb
 
 
 def _validate(p: Program, s: BdmaSurfaceDesc, i: int, t: BdmaTransferDesc) -> None:
@@ -90,7 +90,7 @@ def is_ready(group: Group, other: Group | None) -> bool:
 
 
 BDMA = register(Engine(
-    op_type=OP_BDMA, name="BDMA", pointer_unit="BDMA", rdma_pointer_unit=None, done_bit=_DONE_BIT,
+    op_type=OP_BDMA, name="BDMA", pointer_unit="BDMA", rdma_pointer_unit=None, done_bit=done_bit("BDMA"),
     set_producer=set_producer, program=program, enable=enable, is_ready=is_ready,
     intr_mask_fields=("BDMA_DONE_MASK0", "BDMA_DONE_MASK1"),
     pointer_register="STATUS", consumer_of=_GRP0_BUSY.decode,  # group 0 busy: take group 1

@@ -2,6 +2,7 @@
 (so two groups with different LUTs cannot overlap), local size n written as (n - 1) / 2 - 1."""
 from __future__ import annotations
 
+from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_HW, OP_CDP, CdpOpDesc, CdpSurfaceDesc
 from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, Program, hi32, lo32, register
 from runtime.nvdla.engines.lut import lut_is_ready, upload_lut
@@ -68,7 +69,7 @@ def set_producer(p: Program, group: int, rdma_group: int) -> None:
 
 
 CDP = register(Engine(
-    op_type=OP_CDP, name="CDP", pointer_unit="CDP", rdma_pointer_unit="CDP_RDMA", done_bit=2,
+    op_type=OP_CDP, name="CDP", pointer_unit="CDP", rdma_pointer_unit="CDP_RDMA", done_bit=done_bit("CDP"),
     set_producer=set_producer, program=program, enable=enable,
     rdma_needed=lambda op, surface: True,
     is_ready=lambda group, other: lut_is_ready(group.op.lut_index, other),

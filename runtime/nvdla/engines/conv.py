@@ -23,6 +23,7 @@ Atom-alignment checks of addresses are DEBUG-only asserts compiled out of the fi
 from __future__ import annotations
 
 from golden.errors import RegisterError
+from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_CV, OP_CONV, ConvOpDesc, ConvSurfaceDesc, DataCube
 from runtime.nvdla.engines import Engine, Group, Program, hi32, lo32, register
 
@@ -242,7 +243,7 @@ def set_producer(p: Program, group: int, rdma_group: int) -> None:
 
 
 CONV = register(Engine(
-    op_type=OP_CONV, name="CONV", pointer_unit="CACC", rdma_pointer_unit=None, done_bit=20,
+    op_type=OP_CONV, name="CONV", pointer_unit="CACC", rdma_pointer_unit=None, done_bit=done_bit("CACC"),
     set_producer=set_producer, program=program, enable=enable,
     rdma_needed=lambda op, surface: False,
     is_ready=lambda group, other: True,

@@ -2,6 +2,7 @@
 (on-the-fly pooling of SDP output has no RDMA), reciprocal kernel sizes from a fixed table."""
 from __future__ import annotations
 
+from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_HW, OP_PDP, PdpOpDesc, PdpSurfaceDesc
 from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, Program, hi32, lo32, register
 
@@ -113,7 +114,7 @@ def set_producer(p: Program, group: int, rdma_group: int) -> None:
 
 
 PDP = register(Engine(
-    op_type=OP_PDP, name="PDP", pointer_unit="PDP", rdma_pointer_unit="PDP_RDMA", done_bit=4,
+    op_type=OP_PDP, name="PDP", pointer_unit="PDP", rdma_pointer_unit="PDP_RDMA", done_bit=done_bit("PDP"),
     set_producer=set_producer, program=program, enable=enable,
     rdma_needed=lambda op, surface: surface.src_data.type != MEM_HW,
     intr_mask_fields=("PDP_DONE_MASK0", "PDP_DONE_MASK1")))

@@ -6,6 +6,7 @@ registers, derived as kmd does: ``CONTRACT_STRIDE_0`` = output surfaces (channel
 """
 from __future__ import annotations
 
+from golden.intr import done_bit
 from golden.regs import UNITS
 from runtime.nvdla.descriptors import MEM_HW, OP_RUBIK, RubikOpDesc, RubikSurfaceDesc
 from runtime.nvdla.engines import Engine, Group, Program, hi32, lo32, register
@@ -17,7 +18,6 @@ _PRECISION = ("INT8", "INT16", "FP16")
 _BPE = (1, 2, 2)
 #: DATAIN/DATAOUT RAM type enum names, indexed by a cube's dla_mem_type (MC, CV)
 _RAM = ("MCIF", "CVIF")
-_DONE_BIT = UNITS["GLB"].register("S_INTR_STATUS").field("RUBIK_DONE_STATUS0").lsb
 _SIZE = {f.name: f for f in (*UNITS["RBK"].register("D_DATAIN_SIZE_0").fields,
                              *UNITS["RBK"].register("D_DATAIN_SIZE_1").fields)}
 _STRIDE = UNITS["RBK"].register("D_DECONV_STRIDE").field("DECONV_X_STRIDE")
@@ -95,6 +95,6 @@ def set_producer(p: Program, group: int, rdma_group: int) -> None:
 
 
 RUBIK = register(Engine(
-    op_type=OP_RUBIK, name="RUBIK", pointer_unit="RBK", rdma_pointer_unit=None, done_bit=_DONE_BIT,
+    op_type=OP_RUBIK, name="RUBIK", pointer_unit="RBK", rdma_pointer_unit=None, done_bit=done_bit("RUBIK"),
     set_producer=set_producer, program=program, enable=enable,
     intr_mask_fields=("RUBIK_DONE_MASK0", "RUBIK_DONE_MASK1")))

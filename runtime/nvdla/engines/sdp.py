@@ -21,6 +21,7 @@ checks are marked "ours".
 from __future__ import annotations
 
 from golden.errors import RegisterError
+from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_CV, MEM_HW, OP_SDP, DataCube, SdpOp, SdpOpDesc, SdpSurfaceDesc
 from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, Program, hi32, lo32, register
 from runtime.nvdla.engines.lut import lut_is_ready, upload_lut
@@ -267,7 +268,7 @@ def set_producer(p: Program, group: int, rdma_group: int) -> None:
 
 
 SDP = register(Engine(
-    op_type=OP_SDP, name="SDP", pointer_unit="SDP", rdma_pointer_unit="SDP_RDMA", done_bit=0,
+    op_type=OP_SDP, name="SDP", pointer_unit="SDP", rdma_pointer_unit="SDP_RDMA", done_bit=done_bit("SDP"),
     set_producer=set_producer, program=program, enable=enable, rdma_needed=rdma_needed,
     is_ready=lambda group, other: lut_is_ready(group.op.lut_index, other),
     intr_mask_fields=("SDP_DONE_MASK0", "SDP_DONE_MASK1")))
