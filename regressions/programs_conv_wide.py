@@ -17,11 +17,11 @@ import numpy as np
 from compiler.codegen.conv import weight_fetch_bytes
 from compiler.codegen.program import RegProgram
 from golden.config import HwConfig
+from golden.dma import CONV_UNITS
 from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, Program
 
 #: Bytes per element of both 16-bit precisions.
 BPE = 2
-CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 _PRECISION = {"int16": "INT16", "fp16": "FP16"}
 
 

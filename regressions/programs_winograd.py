@@ -17,6 +17,7 @@ import numpy as np
 from compiler.codegen.pack import pack_feature, strides
 from compiler.codegen.program import RegProgram, pointers
 from golden.config import HwConfig
+from golden.dma import CONV_UNITS
 from golden.regs import UNITS
 from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, Program
 from regressions.reference import conv_winograd as ref_wg
@@ -24,7 +25,6 @@ from regressions.reference import wcomp as ref_wcomp
 
 WMB_BASE = 0x8280_0000
 WGS_BASE = 0x82C0_0000
-CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 PRECISION = {"int8": 0, "int16": 1}
 BPE = {"int8": 1, "int16": 2}
 #: Winograd CBUF entries: 4x4 pixels x 8 bytes.

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from compiler.codegen.program import Cube, Loc, OperandPlacement, RegProgram, pointers
 from compiler.codegen.sdp import emit_sdp, sdp_enables
 from golden.config import HwConfig
-from golden.engines.conv import cbuf_geometry, entries_per_slice
+from golden.dma import CONV_UNITS
+from golden.engines.conv_datapath import cbuf_geometry, entries_per_slice
 
-CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from golden.config import HwConfig, get_config
+from golden.dma import CONV_UNITS
 from golden.engines import OpContext
-from golden.engines.conv import (
+from golden.engines.conv import run
+from golden.engines.conv_datapath import (
     ConvGeometry,
     cacc_deliver,
     cbuf_geometry,
@@ -16,7 +18,6 @@ from golden.engines.conv import (
     direct_conv,
     entries_per_slice,
     pack_weights,
-    run,
     unpack_weights,
 )
 from golden.errors import ConfigError, UnsupportedError
@@ -26,7 +27,6 @@ from golden.regs import UNITS, RegView, register_map
 
 FEATURE_ADDR = 0x8000_0000
 WEIGHT_ADDR = 0x8010_0000
-CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 
 
 # ---- independent references ----------------------------------------------------------------------------
@@ -311,14 +311,14 @@ def test_feature_from_cv_sram():
 
 def test_direct_conv_blocks_large_im2col(monkeypatch):
     """Row and tap blocking (used for big layers) gives the same sums as one block."""
-    import golden.engines.conv as conv
+    import golden.engines.conv_datapath as datapath
 
     g = geometry(6, 9, 7, 4, 3, 3, pt=1, pl=1, pb=1, pr=1, pad_value=5)
     rng = np.random.default_rng(5)
     x = rng.integers(-128, 128, (6, 9, 7))
     w = rng.integers(-128, 128, (4, 6, 3, 3))
     whole = direct_conv(x, w, g)
-    monkeypatch.setattr(conv, "_IM2COL_LIMIT", 100)
+    monkeypatch.setattr(datapath, "_IM2COL_LIMIT", 100)
     np.testing.assert_array_equal(direct_conv(x, w, g), whole)
     np.testing.assert_array_equal(whole, conv_loop(x, w, g))
 
@@ -434,7 +434,7 @@ def test_engine_is_registered():
 
     load_engines()
     eng = ENGINES["CONV"]
-    assert eng.units == CONV_UNITS and eng.rdma is None
+    assert eng.units == CONV_UNITS == ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC") and eng.rdma is None
     assert eng.done_bits == (("CDMA", 16), ("CDMA", 18), ("CACC", 20))
     assert eng.sink({}) == "SDP"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from golden import ConfigError, Dla, RegisterError, UnsupportedError, get_config
+from golden.dma import CONV_UNITS
 from golden.engines import Engine
 
 
@@ -75,21 +76,20 @@ def test_writing_an_enabled_group_is_a_config_error(dla):
 
 def test_on_the_fly_chain_fires_only_when_every_part_is_armed(dla):
     log = []
-    conv_units = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
     dla.engines = {
-        "CONV": recording_engine("CONV", conv_units, done=(("CACC", 20),), sink="SDP", log=log),
+        "CONV": recording_engine("CONV", CONV_UNITS, done=(("CACC", 20),), sink="SDP", log=log),
         "SDP": recording_engine("SDP", ("SDP",), rdma="SDP_RDMA", done=(("SDP", 0),), source="CONV",
                                 needs_rdma=False, log=log),
     }
     dla.write("NVDLA_SDP.D_OP_ENABLE_0", 1)
-    for unit in conv_units[::-1][:-1]:
+    for unit in CONV_UNITS[::-1][:-1]:
         dla.write(f"NVDLA_{unit}.D_OP_ENABLE_0", 1)
         assert not log
     dla.write("NVDLA_CDMA.D_OP_ENABLE_0", 1)
     assert [e[0] for e in log] == ["CONV", "SDP"]
     assert log[1][2] == "CONV-out"  # data handed over on the fly
     assert dla.read("NVDLA_GLB.S_INTR_STATUS_0") == (1 << 20) | 1
-    assert all(dla.read(f"NVDLA_{u}.S_POINTER_0") == 0x10000 for u in conv_units + ("SDP",))
+    assert all(dla.read(f"NVDLA_{u}.S_POINTER_0") == 0x10000 for u in CONV_UNITS + ("SDP",))
     assert dla.read("NVDLA_SDP_RDMA.S_POINTER_0") == 0  # not needed, not consumed
 
 
