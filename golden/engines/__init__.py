@@ -20,6 +20,7 @@ import numpy as np
 from golden.config import HwConfig
 from golden.memory import Memory
 from golden.regs import RegView
+from golden.registry import Registry
 
 if TYPE_CHECKING:
     from golden.cbuf import ConvCbuf
@@ -103,17 +104,14 @@ class Engine:
         return self.units + ((self.rdma,) if self.rdma else ())
 
 
-ENGINES: dict[str, Engine] = {}
+ENGINES: Registry[Engine] = Registry("engine")
 
 #: Modules that register engines; importing them fills ``ENGINES``.
 ENGINE_MODULES = ("conv", "sdp", "pdp", "cdp", "bdma", "rubik")
 
 
 def register(engine: Engine) -> Engine:
-    if engine.name in ENGINES:
-        raise ValueError(f"engine {engine.name} registered twice")
-    ENGINES[engine.name] = engine
-    return engine
+    return ENGINES.add(engine.name, engine)
 
 
 def load_engines() -> dict[str, Engine]:
