@@ -18,12 +18,13 @@ from pathlib import Path
 from dlaio import OutputError, check_output
 from golden.budget import BudgetSettingError, max_memory
 from regressions.regress import lists
+from regressions.regress.launcher import Interrupted, drive
+from regressions.regress.launchers import LAUNCHERS
 from regressions.regress.lists import REPO, ListError
 from regressions.regress.plan import Plan, git_commit
 from runtime.arguments import OneLineParser
 from runtime.processes import EXIT_SIGINT, deferred_interrupts, interrupt_exit_code, raise_on_sigterm
 
-LAUNCHERS = ("local", "slurm")
 DEFAULT_OUT = REPO / "build" / "regress"
 
 
@@ -109,23 +110,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     interrupted, status, stop_code = False, None, EXIT_SIGINT
     restore_sigterm = raise_on_sigterm()  # CI's SIGTERM stops the run like Ctrl-C: the report is written
     try:
-        if args.launcher == "slurm":
-            from regressions.regress import slurm
-            from regressions.regress.plan import test_env
-
-            slurm.launch(plan.selected_units(), run_dir, level=level_name, seed=seed, lists_dir=args.lists,
-                         env=test_env(plan, run_dir / "units"))
-        else:
-            from regressions.regress import local
-
-            status = local.launch(plan, run_dir)
+        status = drive(LAUNCHERS[args.launcher].for_run(plan, run_dir, args.lists))
     except KeyboardInterrupt as e:
         interrupted, stop_code = True, interrupt_exit_code(e)
-    except Exception as e:  # the local launcher's Interrupted, a farm that went away ...
-        interrupted = type(e).__name__ == "Interrupted"
-        stop_code = getattr(e, "exit_code", EXIT_SIGINT)
-        if not interrupted:
-            print(f"regress: launcher {args.launcher} failed: {e}", file=sys.stderr)
+    except Interrupted as e:
+        interrupted, stop_code = True, e.exit_code
+    except Exception as e:  # sbatch refused, a farm that went away ...
+        print(f"regress: launcher {args.launcher} failed: {e}", file=sys.stderr)
     finally:
         restore_sigterm()
     from regressions.regress.report import write_report
@@ -193,7 +184,7 @@ def parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a level (the default command)")
     run.add_argument("--level", help="smoke, ci (default), nightly or full")
     run.add_argument("--jobs", default="auto", help="pytest-xdist workers (default auto: one per core)")
-    run.add_argument("--launcher", choices=LAUNCHERS, default="local")
+    run.add_argument("--launcher", choices=sorted(LAUNCHERS), default="local")
     run.add_argument("--rerun", metavar="failed|RUN", help="run exactly the failed tests of the latest (or given) run")
     run.add_argument("--tags", help="only units with any of these tags (comma separated)")
     run.add_argument("--units", help="only these unit ids (comma separated)")

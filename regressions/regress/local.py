@@ -1,4 +1,4 @@
-"""Launchers that run on this machine: the whole plan under pytest-xdist, or one self-contained unit.
+"""The launcher that runs on this machine: the whole plan under pytest-xdist, or one self-contained unit.
 
 Both run pytest as a child process so that Ctrl-C, a SIGTERM from CI or a worker that dies leave the
 launcher alive to write the report from the records already on disk. pytest runs in a process group of
@@ -15,27 +15,17 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import IO
 
 from dlaio import write_atomic
-from runtime.processes import Terminated, dying_with_parent, interrupt_exit_code
+from runtime.processes import dying_with_parent
+from regressions.regress.launcher import Launcher, drive
 from regressions.regress.lists import REPO
 from regressions.regress.plan import Plan, pytest_command, test_env, workers
 from regressions.regress.results import Record, RecordWriter, read_records, write_junit
 
 #: After Ctrl-C, how long pytest gets to stop its workers and flush before it is killed.
 GRACE_S = 60.0
-
-
-class Interrupted(Exception):
-    """The run was stopped (Ctrl-C or SIGTERM); what ran is still reported. ``exit_code``: 130 or 143."""
-
-    def __init__(self, exit_code: int = 130) -> None:
-        super().__init__(f"interrupted (exit {exit_code})")
-        self.exit_code = exit_code
-
-
-def _sigterm(signum, frame) -> None:
-    raise Terminated()
 
 
 def _kill_group(pgid: int, sig: int) -> None:
@@ -45,38 +35,51 @@ def _kill_group(pgid: int, sig: int) -> None:
         pass
 
 
-def run_pytest(cmd: list[str], env: dict[str, str], log: Path | None = None) -> int:
-    """Run ``cmd``; on Ctrl-C/SIGTERM let it finish writing (one SIGINT to its group, then SIGKILL after
-    ``GRACE_S``) and raise ``Interrupted``. Output goes to the terminal, or to ``log`` when given."""
-    out = open(log, "w") if log else None
-    proc = subprocess.Popen(dying_with_parent(cmd), cwd=REPO, env=env, stdout=out,
-                            stderr=subprocess.STDOUT if out else None, start_new_session=True)
-    previous = signal.signal(signal.SIGTERM, _sigterm)
-    try:
-        return proc.wait()
-    except KeyboardInterrupt as exc:
-        _kill_group(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C would do to pytest and its workers
+class LocalLauncher(Launcher):
+    """One pytest child (the whole plan under pytest-xdist, or one unit). Output goes to the terminal, or to
+    ``log`` when given. On Ctrl-C/SIGTERM it may finish writing: one SIGINT to its group, then SIGKILL after
+    ``GRACE_S``."""
+
+    def __init__(self, cmd: list[str] | None, env: dict[str, str], log: Path | None = None) -> None:
+        self.cmd, self.env, self.log = cmd, env, log
+        self.proc: subprocess.Popen | None = None
+        self._out: IO[str] | None = None
+
+    @classmethod
+    def for_run(cls, plan: Plan, run_dir: Path, lists_dir: Path | None) -> LocalLauncher:
+        """All selected units in one pytest-xdist session; no command when no unit has tests."""
+        args = plan.pytest_args()
+        cmd = pytest_command(run_dir, run_dir / "local", args, workers(plan.jobs)) if args else None
+        return cls(cmd, test_env(plan, run_dir / "local"))
+
+    def launch(self) -> None:
+        if self.cmd is None:
+            return
+        self._out = open(self.log, "w") if self.log else None
+        self.proc = subprocess.Popen(dying_with_parent(self.cmd), cwd=REPO, env=self.env, stdout=self._out,
+                                     stderr=subprocess.STDOUT if self._out else None, start_new_session=True)
+
+    def poll(self) -> bool:
+        return self.proc is None or self.proc.poll() is not None
+
+    def kill(self) -> None:
+        if self.proc is None:
+            return
+        _kill_group(self.proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C would do to pytest and its workers
         try:
-            proc.wait(timeout=GRACE_S)
+            self.proc.wait(timeout=GRACE_S)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        raise Interrupted(interrupt_exit_code(exc)) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        _kill_group(proc.pid, signal.SIGKILL)  # a worker or simulator pytest left behind
-        if out:
-            out.close()
+            self.proc.kill()
+            self.proc.wait()
 
-
-def launch(plan: Plan, run_dir: Path) -> int:
-    """All selected units in one pytest-xdist session. Returns pytest's exit status."""
-    jobs = workers(plan.jobs)
-    args = plan.pytest_args()
-    if not args:
-        return 5  # pytest's "no tests collected"
-    cmd = pytest_command(run_dir, run_dir / "local", args, jobs)
-    return run_pytest(cmd, test_env(plan, run_dir / "local"))
+    def finish(self, why: str = "") -> int:
+        """pytest's exit status (5, "no tests collected", when there was nothing to run)."""
+        if self.proc is None:
+            return 5
+        _kill_group(self.proc.pid, signal.SIGKILL)  # a worker or simulator pytest left behind
+        if self._out:
+            self._out.close()
+        return self.proc.wait()
 
 
 def run_unit(run_dir: Path, unit_id: str, seed: int | None = None, level: str | None = None) -> int:
@@ -101,7 +104,7 @@ def run_unit(run_dir: Path, unit_id: str, seed: int | None = None, level: str | 
         if args:
             cmd = pytest_command(run_dir, out, args, None)
             cmd.insert(cmd.index("--"), f"--regress-only={unit_id}")
-            status = run_pytest(cmd, test_env(plan, out), log=out / "pytest.log")
+            status = drive(LocalLauncher(cmd, test_env(plan, out), log=out / "pytest.log"))
     finally:
         records = [r for r in read_records(out) if r.unit == unit_id]
         if status not in (0, 1, 5) and not records:

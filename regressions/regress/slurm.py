@@ -18,16 +18,15 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from regressions.regress.local import Interrupted
+from regressions.regress.launcher import Launcher
+from regressions.regress.plan import Plan, test_env
 from regressions.regress.results import RESULTS, Record, RecordWriter, write_junit
 from regressions.regress.slurm_cluster import which
 
@@ -151,84 +150,95 @@ class _Progress:
             self.last = line
 
 
-def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
+class SlurmLauncher(Launcher):
+    """``units`` as one Slurm array job. ``env`` is laid over ``os.environ`` for the Slurm commands and the
+    job (``SLURM_CONF`` of a test cluster, ...). ``command`` replaces ``python -m regressions.regress``
+    (tests). After ``finish``, ``produced`` is how many units produced their own results; every other unit
+    has an ``error`` record in ``<run>/units/<id>/results.jsonl``."""
 
+    def __init__(self, units: Iterable[Unit], run_dir: Path, *, level: str, seed: int,
+                 lists_dir: Path | None = None, env: dict[str, str] | None = None, sbatch_args: Sequence[str] = (),
+                 poll_s: float = 2.0, progress: Callable[[str], None] = print,
+                 command: Sequence[str] = UNIT_COMMAND) -> None:
+        self.units = list(units)
+        self.run_dir = Path(run_dir).resolve()
+        # The array tasks run in the repository root: the lists folder must not be relative.
+        self.lists_dir = Path(lists_dir).resolve() if lists_dir is not None else None
+        self.level, self.seed, self.poll_s, self.emit, self.command = level, seed, poll_s, progress, command
+        self.env = {**os.environ, **(env or {})}
+        self.extra = [*shlex.split(self.env.get("SLURM_SBATCH_ARGS", "")), *sbatch_args]
+        self.slurm_dir = self.run_dir / "slurm"
+        self.job = ""
+        self.why = ""
+        self.produced = 0
+        self._errors = 0
+        self._progress: _Progress | None = None
 
-def launch(units: Iterable[Unit], run_dir: Path, *, level: str, seed: int, lists_dir: Path | None = None,
-           env: dict[str, str] | None = None, sbatch_args: Sequence[str] = (), poll_s: float = 2.0,
-           progress: Callable[[str], None] = print, command: Sequence[str] = UNIT_COMMAND) -> int:
-    """Run ``units`` as one Slurm array job and wait for it. Returns how many units produced their own
-    results; every other unit gets an ``error`` record in ``<run>/units/<id>/results.jsonl``.
+    @classmethod
+    def for_run(cls, plan: Plan, run_dir: Path, lists_dir: Path | None) -> SlurmLauncher:
+        return cls(plan.selected_units(), run_dir, level=plan.level.name, seed=plan.seed, lists_dir=lists_dir,
+                   env=test_env(plan, run_dir / "units"))
 
-    ``env`` is laid over ``os.environ`` for the Slurm commands and the job (``SLURM_CONF`` of a test
-    cluster, ...). ``command`` replaces ``python -m regressions.regress`` (tests). Ctrl-C or SIGTERM while
-    waiting cancels the job, writes the error records and raises ``Interrupted``."""
-    units = list(units)
-    if not units:
-        return 0
-    run_dir = Path(run_dir).resolve()
-    lists_dir = Path(lists_dir).resolve() if lists_dir is not None else None  # tasks run in the repo root
-    env = {**os.environ, **(env or {})}
-    extra = [*shlex.split(env.get("SLURM_SBATCH_ARGS", "")), *sbatch_args]
-    if which("sbatch") is None:
-        raise SlurmLaunchError("LAUNCHER=slurm: sbatch not found on PATH (install Slurm's client or run on a "
-                               "submit host)")
-    slurm_dir = run_dir / "slurm"
-    slurm_dir.mkdir(parents=True, exist_ok=True)
-    unit_list = slurm_dir / "units.txt"
-    unit_list.write_text("".join(f"{u.id}\n" for u in units))
-    script = slurm_dir / "unit.sbatch"
-    script.write_text(batch_script(unit_list, run_dir, level=level, seed=seed, lists_dir=lists_dir,
-                                   command=command))
-    script.chmod(0o755)
-    # Results of an earlier launch into this run directory would pass for this one's.
-    for u in units:
-        (run_dir / "units" / u.id / RESULTS).unlink(missing_ok=True)
+    def launch(self) -> None:
+        """Write the array's unit list and script and submit it (``SlurmLaunchError`` if sbatch refuses)."""
+        if not self.units:
+            return
+        if which("sbatch") is None:
+            raise SlurmLaunchError("LAUNCHER=slurm: sbatch not found on PATH (install Slurm's client or run on a "
+                                   "submit host)")
+        self.slurm_dir.mkdir(parents=True, exist_ok=True)
+        unit_list = self.slurm_dir / "units.txt"
+        unit_list.write_text("".join(f"{u.id}\n" for u in self.units))
+        script = self.slurm_dir / "unit.sbatch"
+        script.write_text(batch_script(unit_list, self.run_dir, level=self.level, seed=self.seed,
+                                       lists_dir=self.lists_dir, command=self.command))
+        script.chmod(0o755)
+        # Results of an earlier launch into this run directory would pass for this one's.
+        for u in self.units:
+            (self.run_dir / "units" / u.id / RESULTS).unlink(missing_ok=True)
 
-    cmd = sbatch_command(script, len(units), slurm_dir, level=level, extra=extra)
-    try:
-        done = _run(cmd, env)
-    except (OSError, subprocess.SubprocessError) as e:
-        raise SlurmLaunchError(f"LAUNCHER=slurm: {shlex.join(cmd)}: {e}") from None
-    job = done.stdout.strip().split(";")[0]
-    if done.returncode != 0 or not job.isdigit():
-        raise SlurmLaunchError(f"LAUNCHER=slurm: sbatch exited {done.returncode}: "
-                               f"{_one_line(done.stderr or done.stdout) or 'no job id'} ({shlex.join(cmd)})")
-    progress(f"slurm {job}: {len(units)} units submitted as array job {job}, logs {slurm_dir}/{job}_<task>.log")
+        cmd = sbatch_command(script, len(self.units), self.slurm_dir, level=self.level, extra=self.extra)
+        try:
+            done = _run(cmd, self.env)
+        except (OSError, subprocess.SubprocessError) as e:
+            raise SlurmLaunchError(f"LAUNCHER=slurm: {shlex.join(cmd)}: {e}") from None
+        job = done.stdout.strip().split(";")[0]
+        if done.returncode != 0 or not job.isdigit():
+            raise SlurmLaunchError(f"LAUNCHER=slurm: sbatch exited {done.returncode}: "
+                                   f"{_one_line(done.stderr or done.stdout) or 'no job id'} ({shlex.join(cmd)})")
+        self.job = job
+        self._progress = _Progress(job, len(self.units), self.emit)
+        self.emit(f"slurm {job}: {len(self.units)} units submitted as array job {job}, "
+                  f"logs {self.slurm_dir}/{job}_<task>.log")
 
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    why = ""
-    try:
-        why = _wait(job, env, poll_s, _Progress(job, len(units), progress))
-    except KeyboardInterrupt:
-        progress(f"slurm {job}: interrupted, scancel {job}")
-        _cancel(job, env)
-        _finish(units, run_dir, job, slurm_dir, env, seed, "interrupted (Ctrl-C/SIGTERM), job cancelled")
-        raise Interrupted() from None
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-    return _finish(units, run_dir, job, slurm_dir, env, seed, why)
-
-
-def _wait(job: str, env: dict[str, str], poll_s: float, progress: _Progress) -> str:
-    """Poll until the job left the queue. Returns "" or why the launcher stopped waiting."""
-    errors = 0
-    while True:
-        active = _active_tasks(job, env)
+    def poll(self) -> bool:
+        """True once the job left the queue, or ``squeue`` failed too often (slurmctld unreachable)."""
+        if not self.job:
+            return True
+        active = _active_tasks(self.job, self.env)
         if active is None:
-            errors += 1
-            if errors >= MAX_POLL_ERRORS:
-                return f"squeue failed {errors} times in a row (slurmctld unreachable?); stopped waiting"
-        else:
-            errors = 0
-            progress.update(active)
-            if not active:
-                return ""
-        time.sleep(poll_s)
+            self._errors += 1
+            if self._errors >= MAX_POLL_ERRORS:
+                self.why = f"squeue failed {self._errors} times in a row (slurmctld unreachable?); stopped waiting"
+                return True
+            return False
+        self._errors = 0
+        self._progress.update(active)
+        return not active
+
+    def kill(self) -> None:
+        if not self.job:
+            return
+        self.emit(f"slurm {self.job}: interrupted, scancel {self.job}")
+        _cancel(self.job, self.env)
+        self.why = "job cancelled"
+
+    def finish(self, why: str = "") -> None:
+        """Count the units with their own results; write an error record for each of the others."""
+        why = ", ".join(w for w in (why, self.why) if w)
+        if self.job:
+            self.produced = _finish(self.units, self.run_dir, self.job, self.slurm_dir, self.env, self.seed, why)
+        return None
 
 
 def _cancel(job: str, env: dict[str, str]) -> None:

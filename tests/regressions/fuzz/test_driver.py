@@ -16,7 +16,7 @@ from regressions.fuzz.strategies import pool_layers
 from runtime import suite
 from runtime.suite import FAIL, run_trace
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 #: A quick, deterministic selection for runs that must finish.
 QUICK = ["--seconds", "120", "--property", "pdp", "--config", "nv_small", "-q"]
 

@@ -15,10 +15,10 @@ import pytest
 from junitparser import JUnitXml
 
 from regressions.regress.lists import REPO
-from regressions.regress.tests.test_regress import LEVELS, _env, unit
+from tests.regressions.regress.test_regress import LEVELS, _env, unit
 from runtime.processes import descendants, wait_gone
 
-SAMPLE = "regressions/regress/tests/samples/sample_victim.py"
+SAMPLE = "tests/regressions/regress/samples/sample_victim.py"
 HANG_GUARD_S = 300
 
 

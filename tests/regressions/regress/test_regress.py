@@ -16,7 +16,7 @@ from junitparser import JUnitXml
 from regressions.regress import lists
 from regressions.regress.lists import REPO, ListError
 
-SAMPLES = "regressions/regress/tests/samples"
+SAMPLES = "tests/regressions/regress/samples"
 LEVELS = """
 [levels.smoke]
 description = "quick"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from regressions.regress.tests.test_regress import regress, sample_lists  # noqa: F401 - a fixture
+from tests.regressions.regress.test_regress import regress, sample_lists  # noqa: F401 - a fixture
 
 
 def test_report_root_that_is_a_file_fails_before_running(sample_lists: Path, tmp_path: Path) -> None:  # noqa: F811

@@ -18,7 +18,7 @@ import pytest
 
 from regressions.regress import slurm
 from regressions.regress.lists import REPO, Unit, load_levels, load_units
-from regressions.regress.local import Interrupted
+from regressions.regress.launcher import Interrupted, drive
 from regressions.regress.plan import Plan
 from regressions.regress.results import read_records
 from regressions.regress.slurm_cluster import SlurmCluster, SlurmUnavailable, cluster_fixture
@@ -98,6 +98,14 @@ def test_make_regress_launcher_slurm(slurm_cluster: SlurmCluster, lists_dir: Pat
     assert summary["counts"]["passed"] == len(expected) and not summary["not_run"]
 
 
+def launch(units: list[Unit], run_dir: Path, **options) -> int:
+    """``units`` as a Slurm array job driven to the end, as ``make regress LAUNCHER=slurm`` does; returns
+    how many units produced their own results."""
+    launcher = slurm.SlurmLauncher(units, run_dir, **options)
+    drive(launcher)
+    return launcher.produced
+
+
 def _plan(run_dir: Path, lists_dir: Path, seed: int) -> list[Unit]:
     levels = load_levels(lists_dir)
     units = load_units(levels, lists_dir)
@@ -112,7 +120,7 @@ def test_unit_without_results_gets_error_record(slurm_cluster: SlurmCluster, lis
     run_dir = tmp_path / "run"
     units = _plan(run_dir, lists_dir, seed=3)
     lines: list[str] = []
-    produced = slurm.launch([units[0], BOGUS], run_dir, level="smoke", seed=3, lists_dir=lists_dir,
+    produced = launch([units[0], BOGUS], run_dir, level="smoke", seed=3, lists_dir=lists_dir,
                             env=slurm_cluster.env, poll_s=0.3, progress=lines.append)
     assert produced == 1
     job = lines[0].split()[1].rstrip(":")
@@ -170,7 +178,7 @@ def test_interrupt_cancels_job_and_reports_unfinished(slurm_cluster: SlurmCluste
             raise KeyboardInterrupt
 
     with pytest.raises(Interrupted):
-        slurm.launch(units, run_dir, level="smoke", seed=1, env=slurm_cluster.env, poll_s=0.3, progress=progress,
+        launch(units, run_dir, level="smoke", seed=1, env=slurm_cluster.env, poll_s=0.3, progress=progress,
                      command=(sys.executable, str(stand_in)))
     job = lines[0].split()[1].rstrip(":")
     assert slurm_cluster.run("squeue", "-h", "-j", job, check=False).stdout.strip() == ""
@@ -226,12 +234,12 @@ def test_batch_script_runs_the_task_s_unit(tmp_path: Path) -> None:
 def test_missing_sbatch_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(slurm, "which", lambda name: None)
     with pytest.raises(slurm.SlurmLaunchError, match="sbatch not found"):
-        slurm.launch([BOGUS], tmp_path, level="smoke", seed=0)
+        launch([BOGUS], tmp_path, level="smoke", seed=0)
 
 
 def test_failed_submission_is_one_clear_error(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     with pytest.raises(slurm.SlurmLaunchError, match=r"sbatch exited 1: .*invalid partition") as e:
-        slurm.launch([BOGUS], tmp_path, level="smoke", seed=0, env=slurm_cluster.env,
+        launch([BOGUS], tmp_path, level="smoke", seed=0, env=slurm_cluster.env,
                      sbatch_args=("--partition=no_such_partition",))
     assert "\n" not in str(e.value)
 
