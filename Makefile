@@ -60,7 +60,8 @@ sim: install
 	$(BIN)/dla trace $(TRACE) --target $(SIM) -j 2 $(if $(DUT),--dut $(DUT)) $(if $(RTL_FILELIST),--rtl-filelist $(RTL_FILELIST)) $(if $(TOPLEVEL),--toplevel $(TOPLEVEL))
 
 lint: install
-	$(BIN)/python -m pytest -q tests/rtl/test_lint.py
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q tests/rtl/test_lint.py tests/test_layers.py
 
 regen-regs: install
 	$(BIN)/python tools/gen_regs.py --rdl $(abspath ../shared/nvdla/spec/manual) --out golden/regs/_table.py
@@ -68,7 +69,8 @@ regen-regs: install
 
 proto: install
 	$(BIN)/python -m pip install --quiet -e '.[proto]'
-	$(BIN)/python -m grpc_tools.protoc -Icompiler/proto --python_out=compiler/proto compiler/proto/loadable.proto compiler/proto/caffe.proto
+	$(BIN)/python -m grpc_tools.protoc -Iloadable --python_out=loadable loadable/loadable.proto
+	$(BIN)/python -m grpc_tools.protoc -Icompiler/proto --python_out=compiler/proto compiler/proto/caffe.proto
 
 clean:
 	rm -rf build .pytest_cache

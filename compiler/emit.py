@@ -17,9 +17,9 @@ from compiler.passes.split_conv import cbuf_reuse
 from compiler.passes.memplan import (
     ALIGN, REGION_INPUT, REGION_OUTPUT, REGION_SCRATCH, REGION_WEIGHTS, MemoryPlan, align,
 )
-from compiler.proto import loadable_pb2 as pb
 from golden.intr import INTR_SOURCES, done_bit
 from golden.regs import register_map
+from loadable import loadable_pb2 as pb
 
 CONV_ENGINES = ["CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC", "SDP"]
 

@@ -331,7 +331,7 @@ def run_trace_suite(python: str, paths: list[Path], target: str = "golden", jobs
     the per-trace results come from its ``--json`` report."""
     with tempfile.TemporaryDirectory(prefix="dla-bench-") as tmp:
         report = Path(tmp) / "suite.json"
-        cmd = [python, "-m", "runtime.cli", "trace", *map(str, paths), "--target", target, "-j", str(jobs),
+        cmd = [python, "-m", "app.cli", "trace", *map(str, paths), "--target", target, "-j", str(jobs),
                "-q", "--json", str(report)]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=timeout)

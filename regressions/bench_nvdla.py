@@ -219,9 +219,9 @@ class TbRun:
 
 def tb_command(python: str, n: Nvdla, paths: list[Path], jobs: int, report: Path) -> list[str]:
     """``dla trace`` on NVDLA's nv_small RTL: ``--dut nvdla-nv_small`` when the CLI has it, else its file list."""
-    cmd = [python, "-m", "runtime.cli", "trace", *map(str, paths), "--target", "verilator", "-j", str(jobs),
+    cmd = [python, "-m", "app.cli", "trace", *map(str, paths), "--target", "verilator", "-j", str(jobs),
            "-q", "--json", str(report)]
-    from runtime.cli import build_parser
+    from app.cli import build_parser
 
     help_text = build_parser()._subparsers._group_actions[0].choices["trace"].format_help()
     if ("--dut" in help_text and (REPO / "tb" / "duts.py").is_file()

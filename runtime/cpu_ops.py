@@ -1,6 +1,6 @@
 """CPU tasks of a loadable: the float operations the DLA has no engine for (Softmax, Concat, ...).
 
-The kernels themselves are the compiler's float reference (``compiler.float_exec.KERNELS``), so a CPU
+The kernels themselves are the compiler's float reference (``floatops.kernels.KERNELS``), so a CPU
 task computes exactly what the compiler's float model of the network computes; this module only turns the
 proto's attributes into Python values and moves tensors in and out. A registry can be injected (tests,
 or a runtime with its own kernels).
@@ -11,8 +11,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from compiler.proto import loadable_pb2 as pb
-from runtime.loadable import ExecutionError
+from floatops.kernels import KERNELS
+from loadable import loadable_pb2 as pb
+from runtime.errors import ExecutionError
 
 #: A CPU kernel: (inputs in the model's shapes, attrs) -> outputs in the model's shapes.
 Kernel = Callable[[list[np.ndarray], dict], list[np.ndarray]]
@@ -39,11 +40,7 @@ def attrs_to_dict(attrs: Mapping[str, pb.Attr]) -> dict[str, Any]:
 
 
 def default_kernels() -> Mapping[str, Kernel]:
-    """The compiler's float kernels, imported on first use so loading a DLA-only network needs none."""
-    try:
-        from compiler.float_exec import KERNELS
-    except ImportError as exc:
-        raise ExecutionError(f"no CPU kernels available (compiler.float_exec: {exc})") from None
+    """The float kernels the compiler calibrated with (tests inject others through ``kernels=``)."""
     return KERNELS
 
 

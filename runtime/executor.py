@@ -15,7 +15,6 @@ own ping-pong re-basing, updated whenever the other one runs an operation (see `
 from __future__ import annotations
 
 import asyncio
-import importlib
 import re
 import time
 import zlib
@@ -25,7 +24,6 @@ from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from compiler.proto import loadable_pb2 as pb
 from dlaio import publish_dir
 from golden.config import HwConfig, get_config
 from golden.engines import engine_of_unit
@@ -33,8 +31,10 @@ from golden.errors import DlaError
 from golden.intr import INTR_SOURCES
 from golden.layout import CubeLayout
 from golden.regs import register_map
+from loadable import loadable_pb2 as pb
+from loadable.format import LoadableError, feature_span, read_loadable, surfaces
 from runtime.cpu_ops import Kernel, run_cpu_task
-from runtime.loadable import ExecutionError, LoadableError, feature_span, read_loadable, surfaces
+from runtime.errors import ExecutionError
 from runtime.player import DEFAULT_TIMEOUT_NS
 from runtime.profile import OpProfile, Profile, target_label, traffic_of
 from runtime.target import InterruptTimeout, Target
@@ -53,10 +53,19 @@ MEM_NAMES = {1: "pri_mem", 0: "sec_mem"}
 
 #: progress(done, total, task) after every task.
 Progress = Callable[[int, int, pb.Task], None]
-#: Simulator targets and the module that runs a whole network on one (``run_network``).
-NETWORK_TARGETS: dict[str, str] = {"icarus": "tb.network", "verilator": "tb.network"}
+#: Runs a whole network on a simulator in one simulation: ``(network, inputs, *, simulator, options,
+#: fallback, profile, raw, report, pipeline) -> outputs`` (``tb.network.run_network``).
+NetworkRunner = Callable[..., dict[str, np.ndarray]]
+#: Simulator targets by name. The runtime does not import the testbench: the application registers them
+#: (``register_network_target``, from ``app.targets``).
+NETWORK_TARGETS: dict[str, NetworkRunner] = {}
 #: An operation: (task id, index of the op in its task).
 OpKey = tuple[int, int]
+
+
+def register_network_target(name: str, run: NetworkRunner) -> None:
+    """Let ``Network.run(target=name)`` run whole networks through ``run`` (a simulator)."""
+    NETWORK_TARGETS[name] = run
 
 
 class TargetRunError(Exception):
@@ -293,8 +302,7 @@ class Network:
         else:
             raise ExecutionError("Network.run called inside an event loop (cocotb?); await Network.run_async instead")
         if isinstance(target, str) and target in NETWORK_TARGETS:
-            module = importlib.import_module(NETWORK_TARGETS[target])
-            return module.run_network(self, inputs, simulator=target, options=rtl_options, fallback=fallback,
+            return NETWORK_TARGETS[target](self, inputs, simulator=target, options=rtl_options, fallback=fallback,
                                       profile=profile, raw=raw, report=report, pipeline=pipeline)
         if fallback is not None:
             raise ExecutionError(f"fallback {fallback!r}: only simulator targets ({', '.join(NETWORK_TARGETS)}) "

@@ -310,7 +310,7 @@ def safe_stems(names: Iterable[str]) -> dict[str, str]:
 def int8_scales(net) -> dict[str, float | None]:
     """Per output of a ``runtime.executor.Network``: the scale of the int8 feature tensor the DLA writes,
     or None (host tensors, computed in float on the CPU)."""
-    from compiler.proto import loadable_pb2 as pb
+    from loadable import loadable_pb2 as pb
 
     out: dict[str, float | None] = {}
     for name in net.outputs:

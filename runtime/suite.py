@@ -7,7 +7,6 @@ boundaries and serialize to JSON and JUnit XML. Every trace has a wall-clock bud
 from __future__ import annotations
 
 import asyncio
-import importlib
 import math
 import os
 import time
@@ -66,10 +65,17 @@ def register_target(name: str, factory: TargetFactory) -> None:
     TARGETS[name] = factory
 
 
+#: Runs (cfg, config, target) jobs on ``workers`` simulator processes with these options, yielding outcomes.
+BatchRunner = Callable[[list[tuple[str, str, str]], int, dict], Iterator["Outcome"]]
 #: Simulator targets. They play many traces per simulation (one DUT build, one simulator process per
-#: worker), so they run whole suites rather than one trace per call; the module named here provides
-#: ``run_suite(jobs, workers, options) -> Iterator[Outcome]`` and is imported on first use.
-BATCH_TARGETS: dict[str, str] = {"icarus": "tb.suite", "verilator": "tb.suite"}
+#: worker), so they run whole suites rather than one trace per call. The runtime does not import the
+#: testbench: the application registers them (``register_batch_target``, from ``app.targets``).
+BATCH_TARGETS: dict[str, BatchRunner] = {}
+
+
+def register_batch_target(name: str, run_suite: BatchRunner) -> None:
+    """Let ``run_batch(name, ...)`` and ``dla trace --target name`` play suites through ``run_suite``."""
+    BATCH_TARGETS[name] = run_suite
 
 
 class TargetSetupError(Exception):
@@ -81,14 +87,10 @@ def known_targets() -> list[str]:
     return [*TARGETS, *(t for t in BATCH_TARGETS if t not in TARGETS)]
 
 
-def _batch_module(target: str) -> Any:
-    return importlib.import_module(BATCH_TARGETS[target])
-
-
 def run_batch(target: str, jobs: list[tuple[str, str, str]], workers: int = 1,
               options: Mapping[str, Any] | None = None) -> Iterator[Outcome]:
     """Outcomes of (cfg, config, target) jobs on a simulator target, yielded in job order."""
-    return _batch_module(target).run_suite(jobs, workers, dict(options or {}))
+    return BATCH_TARGETS[target](jobs, workers, dict(options or {}))
 
 
 @dataclass

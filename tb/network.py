@@ -31,11 +31,12 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from compiler.proto import loadable_pb2 as pb
 from golden.config import HwConfig
 from golden.engines import engine_of_unit, load_engines
+from loadable import loadable_pb2 as pb
+from loadable.format import feature_span, write_loadable
+from runtime.errors import ExecutionError
 from runtime.executor import TargetRunError, dequantize
-from runtime.loadable import ExecutionError, feature_span, write_loadable
 from runtime.profile import Profile
 from runtime.suite import TargetSetupError
 from runtime.trace import RegWrite

@@ -24,9 +24,10 @@ from cocotb.triggers import Timer, select
 
 from golden.config import get_config
 from golden.dla import Dla
+from loadable.format import read_loadable
+from runtime.errors import ExecutionError
 from runtime.executor import Network
 from runtime.golden_target import GoldenTarget
-from runtime.loadable import ExecutionError, read_loadable
 from runtime.profile import Profile
 from tb.bench import Testbench
 from tb.network import NetworkJob, capabilities_to_dict

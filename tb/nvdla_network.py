@@ -1,5 +1,5 @@
 """NVDLA's own flatbuffer loadables (``.nvdla``) on a simulated DUT: what ``dla run FILE.nvdla --config NAME
---target verilator|icarus`` runs (``runtime.nvdla.cli`` calls ``run_nvdla_networks``).
+--target verilator|icarus`` runs (``app.nvdla`` calls ``run_nvdla_networks``).
 
 The machinery is ``tb.network``'s (one build shared with ``dla trace``, the CFGROM read by a probe
 simulation cached per build, the run directory kept after a failure); only the engine check and what runs
@@ -40,7 +40,7 @@ from golden.config import HwConfig
 from golden.engines import load_engines
 from golden.errors import DlaError
 from golden.regs import register_map
-from runtime.loadable import ExecutionError
+from runtime.errors import ExecutionError
 from runtime.nvdla import descriptors as d
 from runtime.nvdla import fbs
 from runtime.nvdla.engines import ENGINES as FIRMWARE_ENGINES

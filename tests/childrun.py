@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DLA = [sys.executable, "-m", "runtime.cli"]
+DLA = [sys.executable, "-m", "app.cli"]
 #: The safety net: no child may map more than this.
 ADDRESS_SPACE_LIMIT = 4 << 30
 

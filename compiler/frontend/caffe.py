@@ -20,7 +20,7 @@ from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
 from compiler.errors import CompileError, node_where
-from compiler.frontend import non_finite
+from compiler.frontend.weights import non_finite
 from compiler.ir import Graph, Node, Shape, infer_shapes
 from compiler.proto import caffe_pb2 as pb
 from golden.budget import MemoryBudgetError, check_size

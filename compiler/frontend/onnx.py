@@ -19,7 +19,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from compiler.errors import CompileError, node_where
-from compiler.frontend import non_finite
+from compiler.frontend.weights import non_finite
 from compiler.ir import Graph, Node, Shape, infer_shapes
 from dlaio.inputs import not_a_file
 from golden.budget import MemoryBudgetError, check_size

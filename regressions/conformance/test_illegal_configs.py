@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from runtime.cli import main
+from app.cli import main
 from runtime.trace import find_traces
 
 

@@ -8,11 +8,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from app.cli import main as dla
+from loadable.format import read_loadable
 from regressions.zoo import ZOO
 from regressions.zoo.to_caffe import to_caffe
-from runtime.cli import main as dla
 from runtime.executor import place_regions, tensor_layout
-from runtime.loadable import read_loadable
 
 
 def _logits_model() -> onnx.ModelProto:

@@ -273,8 +273,11 @@ class Run:
 
     # ---- simulators
     def fuzz_rtl(self, pairs: list[Pair]) -> None:
+        from app.targets import register_simulators
         from runtime.suite import PASS, run_batch
         from tb.duts import dut_config
+
+        register_simulators()  # run_batch finds the simulators by name
 
         while (pair := self.next_pair(pairs)) is not None:
             index = pair.chunks

@@ -95,8 +95,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 from compiler.driver import compile_graph
 from compiler.errors import CompileError
-from compiler.float_exec import KERNELS, conv2d, pad2d, run_float
+from compiler.float_exec import run_float
 from compiler.frontend import onnx as onnx_frontend
+from floatops.kernels import KERNELS, conv2d, pad2d
 from golden.config import HwConfig
 from regressions.fuzz.properties import Property, register
 

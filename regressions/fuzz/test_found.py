@@ -50,7 +50,7 @@ def test_save_writes_json_and_a_trace_checking_the_reference(tmp_path: Path) -> 
     cfg = path.with_suffix("") / "nv_small" / "sdp.cfg"
     assert cfg.is_file() and list(cfg.parent.glob("sdp_*.dat"))
     assert run_trace(str(cfg), "nv_small").status == PASS
-    from runtime.cli import main as dla
+    from app.cli import main as dla
 
     assert dla(["trace", str(path.with_suffix("")), "-q"]) == 0
     # Saving the same example again rewrites the same files.

@@ -97,7 +97,7 @@ def test_truncating_sdp_output_cvt_is_found_and_shrunk(tmp_path: Path) -> None:
         # The trace checks the reference's CRC: the correct golden (this process's) passes it ...
         assert run_trace(str(cfg), data["config"]).status == PASS
     # ... and the mutant fails it.
-    replay = python(root, "-m", "runtime.cli", "trace", str(saved[0].with_suffix("")), "-q", timeout=600)
+    replay = python(root, "-m", "app.cli", "trace", str(saved[0].with_suffix("")), "-q", timeout=600)
     assert replay.returncode == 1 and "FAIL" in replay.stdout, replay.stdout + replay.stderr
 
 

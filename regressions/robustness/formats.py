@@ -23,9 +23,9 @@ from compiler.errors import CompileError
 from golden.config import get_config
 from golden.errors import DlaError
 from golden.regs import register_map
+from loadable.format import LoadableError
 from regressions.robustness import mutate
 from runtime.inputs import InputError
-from runtime.loadable import LoadableError
 from runtime.nvdla.run import NvdlaRunError
 from runtime.trace import TraceError
 
@@ -102,7 +102,7 @@ def json_mutations(seed: Seed) -> st.SearchStrategy[bytes]:
 
 def loadable_container(payload: bytes, major: int) -> bytes:
     """``payload`` in our loadable's header with a matching length and crc (mutations stay past the crc)."""
-    from runtime.loadable import HEADER, MAGIC
+    from loadable.format import HEADER, MAGIC
 
     return HEADER.pack(MAGIC, major, len(payload), zlib.crc32(payload)) + payload
 
@@ -110,7 +110,7 @@ def loadable_container(payload: bytes, major: int) -> bytes:
 def loadable_mutations(seed: Seed) -> st.SearchStrategy[bytes]:
     """Byte noise (mostly stopped by the header's crc) and payload changes re-wrapped with a valid header,
     so they reach protobuf decoding and ``check_loadable``."""
-    from runtime.loadable import LOADABLE_VERSION
+    from loadable.format import LOADABLE_VERSION
 
     assert seed.message is not None
     payload = seed.message.SerializeToString()
@@ -269,8 +269,8 @@ def _parse_caffe(path: Path) -> object:
 def _loadable_seeds(_: Path) -> list[Seed]:
     from compiler.driver import compile_graph
     from compiler.frontend.onnx import load
-    from compiler.proto import loadable_pb2
-    from runtime.loadable import HEADER, encode_loadable
+    from loadable import loadable_pb2
+    from loadable.format import HEADER, encode_loadable
 
     msg, _, _ = compile_graph(load(_zoo("poolnet"), source="poolnet"), "nv_small")
     data = encode_loadable(msg)
@@ -280,7 +280,7 @@ def _loadable_seeds(_: Path) -> list[Seed]:
 
 
 def _parse_loadable(path: Path) -> object:
-    from runtime.loadable import check_loadable, read_loadable
+    from loadable.format import check_loadable, read_loadable
 
     msg = read_loadable(path, validate=False)
     check_loadable(msg, path)

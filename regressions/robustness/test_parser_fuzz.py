@@ -23,7 +23,7 @@ from golden import budget
 from regressions.robustness import mutate, throughput
 from regressions.robustness.formats import (FORMATS, MAX_MEMORY, Crash, Format, Seed, loadable_container, check,
                                             materialise)
-from runtime.loadable import LoadableError
+from loadable.format import LoadableError
 
 TOTAL_EXAMPLES = int(os.environ.get("ROBUSTNESS_EXAMPLES", "1000"))
 PER_FORMAT = max(1, TOTAL_EXAMPLES // len(FORMATS))
@@ -134,7 +134,7 @@ def test_seed_files_are_accepted(seed_dir: Path, tmp_path: Path) -> None:
 def test_structured_loadable_mutations_reach_the_checks(seed_dir: Path, tmp_path: Path) -> None:
     """Payload mutations are re-wrapped with a valid header, so the reader gets past the crc to protobuf
     decoding and check_loadable (byte noise alone would almost always stop at "corrupted")."""
-    from runtime.loadable import decode_loadable
+    from loadable.format import decode_loadable
 
     fmt = FORMATS["loadable"]
     loadable = seeds_of(fmt, seed_dir)[0]
@@ -275,7 +275,7 @@ def _argv(repro: str, path: Path, seed_dir: Path) -> list[str]:
                                    "calib-scale-not-a-number")], ids=lambda r: r.id)
 def test_cli_refuses_in_one_line(repro: Reproducer, seed_dir: Path, tmp_path: Path,
                                  capsys: pytest.CaptureFixture[str]) -> None:
-    from runtime.cli import main
+    from app.cli import main
 
     fmt = FORMATS[repro.format]
     seed_file = seeds_of(fmt, seed_dir)[0]

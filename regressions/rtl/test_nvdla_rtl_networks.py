@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.targets import register_simulators
 from compiler.driver import compile_graph
 from compiler.frontend import onnx as onnx_frontend
 from conftest import nvdla_traces_root
@@ -38,6 +39,8 @@ from runtime.profile import Profile
 from runtime.suite import PASS, run_batch, run_trace
 from runtime.trace import find_traces
 from tb.nvdla_network import run_nvdla_networks
+
+register_simulators()  # run_batch and Network.run find the simulators by name
 
 pytestmark = [pytest.mark.rtl, pytest.mark.usefixtures("no_rtl_coverage")]
 HW = get_config(CONFIG)

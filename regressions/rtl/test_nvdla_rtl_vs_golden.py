@@ -36,6 +36,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from app.targets import register_simulators
 from golden import ConfigError, Dla, get_config
 from golden.config import HwConfig
 from regressions.fuzz import found
@@ -50,6 +51,8 @@ from regressions.reference.arith import OutsideCmodDomain
 from regressions.rtl.nvdla_rtl import CONFIG, SIM_WORKERS, SIMULATOR, nvdla_rtl_options
 from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
 from runtime.suite import PASS, Outcome, run_batch
+
+register_simulators()  # run_batch and Network.run find the simulators by name
 
 pytestmark = [pytest.mark.rtl, pytest.mark.usefixtures("no_rtl_coverage")]
 EXAMPLES = int(os.environ.get("DLA_RTL_DIFF_EXAMPLES", "20"))

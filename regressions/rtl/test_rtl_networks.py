@@ -17,12 +17,12 @@ import re
 import numpy as np
 import pytest
 
+from app.cli import main
 from compiler.driver import compile_graph
 from compiler.frontend import onnx as onnx_frontend
+from loadable.format import write_loadable
 from regressions.zoo.models import lenet, poolnet
-from runtime.cli import main
 from runtime.executor import Network
-from runtime.loadable import write_loadable
 from runtime.profile import Profile
 from tb.duts import BUILTIN_DUT, dut_from_env
 from tb.engines import DutCapabilities

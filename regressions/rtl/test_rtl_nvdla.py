@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 
 from conftest import nvdla_traces_root
+from app.cli import main
 from golden.config import get_config
 from golden.dla import CFGROM_PDP_NO_SDP_FLYING
 from regressions.nvdla.from_trace import INVERSES, NotExpressible, convert
 from regressions.rtl.test_rtl_networks import RTL_UNITS, available
-from runtime.cli import main
 from runtime.golden_target import GoldenTarget
 from runtime.nvdla import descriptors as d
 from runtime.nvdla import fbs
@@ -272,10 +272,10 @@ def test_conv_and_cdp_loadables_are_refused_before_simulating(simulator, kind, t
 
 def test_dut_failure_is_one_line_exit_1_and_keeps_the_run(simulator, tmp_path, monkeypatch, capsys):
     """An interrupt budget too small for PDP: the firmware reports the stalled op; exit 1, the run kept."""
-    import runtime.cli
+    import app.cli
 
-    options = runtime.cli._sim_options  # the run directory under tmp_path, not build/sim/runs
-    monkeypatch.setattr(runtime.cli, "_sim_options", lambda args: {**options(args),
+    options = app.cli._sim_options  # the run directory under tmp_path, not build/sim/runs
+    monkeypatch.setattr(app.cli, "_sim_options", lambda args: {**options(args),
                                                                   "runs_root": str(tmp_path / "runs")})
     path = tmp_path / "pools.nvdla"
     rng = np.random.default_rng(3)

@@ -17,11 +17,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.targets import register_simulators
 from golden import Dla, get_config
 from regressions import programs
 from regressions.fuzz.strategies import pool_layers, sdp_layers
 from runtime.suite import PASS, run_batch
 from tb.duts import dut_config, dut_from_env
+
+register_simulators()  # run_batch and Network.run find the simulators by name
 
 EXAMPLES = int(os.environ.get("DLA_RTL_DIFF_EXAMPLES", "20"))
 SIMULATORS = [s for s in ("verilator", "icarus") if os.environ.get("DLA_RTL_DIFF_SIM", s) == s]

@@ -37,7 +37,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.float_exec import KERNELS
+from floatops.kernels import KERNELS
 
 OPSET = 13
 CALIBRATION = 256  # random N(0, 1) inputs the builder runs alongside, for BN statistics, init and classifier

@@ -12,7 +12,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler.errors import CompileError
-from compiler.frontend import load_model, non_finite
+from compiler.frontend import load_model
+from compiler.frontend.weights import non_finite
 from compiler.proto import caffe_pb2 as pb
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +35,7 @@ def conv_model(path: Path, weight: np.ndarray, bias: np.ndarray, as_constant: bo
 
 
 def dla(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=300)
 
 

@@ -15,8 +15,8 @@ from compiler.driver import compile_graph
 from compiler.frontend import onnx as onnx_frontend
 from golden.errors import ConfigError
 from regressions.zoo.models import lenet
+from runtime.errors import ExecutionError
 from runtime.executor import Network
-from runtime.loadable import ExecutionError
 
 X = np.random.default_rng(1).standard_normal((2, 1, 28, 28)).astype(np.float32)
 

@@ -13,9 +13,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 from compiler.driver import load_model
 from compiler.float_exec import run_float
-from compiler.passes.quantize import MIN_RANGE, tensor_scales
 from compiler.ir import Graph, Node
-from runtime.loadable import read_loadable
+from compiler.passes.quantize import MIN_RANGE, tensor_scales
+from loadable.format import read_loadable
 
 ROOT = Path(__file__).resolve().parents[2]
 CHANNELS, SIDE = 8, 8
@@ -39,7 +39,7 @@ def conv_chain(path: Path, layers: int, kernel: int = 1, gain: float = 0.8, seed
 
 
 def dla(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=900)
 
 

@@ -16,8 +16,9 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from compiler.errors import CompileError
-from compiler.float_exec import KERNELS, run_float
+from compiler.float_exec import run_float
 from compiler.ir import SHAPE_FNS, Graph, Node, infer_shapes
+from floatops.kernels import KERNELS
 
 RTOL = 1e-5
 

@@ -14,9 +14,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 from golden.config import NV_SMALL
 from golden.crc import crc32_zeros
+from loadable.format import encode_loadable
 from regressions.programs import LrnLayer, program_cdp
 from regressions.reference.cdp import CdpLut
-from runtime.loadable import encode_loadable
 from runtime.nvdla import fbs
 from tests.childrun import Child, run_dla
 from tests.runtime.test_executor import pool_loadable

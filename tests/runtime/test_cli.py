@@ -6,12 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runtime.cli import main
+from app.cli import main
 from tests.runtime.conftest import PAYLOAD, passing_lines
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2])
 
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from runtime.cli import main
+from app.cli import main
 
 
 def _error_line(capsys, argv: list[str]) -> str:

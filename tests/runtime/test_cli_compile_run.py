@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.cli import main
 from compiler.errors import CompileError
+from loadable.format import read_loadable, write_loadable
 from runtime import cpu_ops
-from runtime.cli import main
-from runtime.loadable import read_loadable, write_loadable
 from tests.runtime.test_executor import (
     STUB_KERNELS,
     C,
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, cwd=ROOT)
 
 
 def one_line_error(err: str, start: str) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.cli import main
+from loadable.format import write_loadable
 from runtime import executor
-from runtime.cli import main
-from runtime.loadable import write_loadable
 from tests.runtime.test_cli_compile_run import stub_compiler  # noqa: F401 - a fixture
 from tests.runtime.test_executor import C, H, W, pool_loadable
 

@@ -16,11 +16,11 @@ import numpy as np
 import onnx
 import pytest
 
+from app.cli import main
 from regressions.zoo.models import poolnet
-from runtime.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-DLA = [sys.executable, "-m", "runtime.cli"]
+DLA = [sys.executable, "-m", "app.cli"]
 
 
 @pytest.fixture(scope="module")

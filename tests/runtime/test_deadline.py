@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.cli import main
+from loadable.format import write_loadable
 from runtime import executor
-from runtime.cli import main
 from runtime.deadline import DeadlineExceeded, wall_clock
-from runtime.loadable import write_loadable
 from runtime.status import StatusLine
 from tests.runtime.test_cli_compile_run import stub_compiler  # noqa: F401 - a fixture
 from tests.runtime.test_executor import C, H, W, pool_loadable

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.proto import loadable_pb2 as pb
 from golden.config import get_config
 from golden.regs import register_map
+from loadable import loadable_pb2 as pb
 from regressions.programs import (
     DST_BASE,
     OPERAND_BASE,
@@ -23,10 +23,11 @@ from regressions.programs import (
     program_sdp,
     strides,
 )
+from loadable.format import write_loadable
 from regressions.reference.sdp import SdpParams, SdpXParams, sdp
+from runtime.errors import ExecutionError
 from runtime.executor import Network, dequantize, load, quantize
 from runtime.golden_target import GoldenTarget
-from runtime.loadable import ExecutionError, write_loadable
 
 HW = get_config("nv_small")
 ATOM = HW.atom_elements()
@@ -348,7 +349,7 @@ def test_illegal_register_program_is_an_execution_error(pool_file):
 
 
 def test_default_cpu_kernels_come_from_float_exec(pool_file):
-    fe = pytest.importorskip("compiler.float_exec")
+    fe = pytest.importorskip("floatops.kernels")
     if "Softmax" not in fe.KERNELS:
         pytest.skip("float_exec has no Softmax yet")
     x = np.random.default_rng(1).normal(0, 2, (1, C, H, W)).astype(np.float32)
@@ -358,7 +359,7 @@ def test_default_cpu_kernels_come_from_float_exec(pool_file):
 
 # ---- traces ------------------------------------------------------------------------------------------------
 def test_emit_trace_writes_self_contained_traces_that_pass(pool_file, tmp_path, rng, capsys):
-    from runtime.cli import main
+    from app.cli import main
 
     net = load(pool_file, kernels=STUB_KERNELS)
     x = rng.normal(0, 2, (1, C, H, W)).astype(np.float32)
@@ -376,7 +377,7 @@ def test_emit_trace_writes_self_contained_traces_that_pass(pool_file, tmp_path, 
 
 
 def test_emit_trace_with_weights_passes_and_a_corrupted_crc_fails(sdp_file, tmp_path, rng, capsys):
-    from runtime.cli import main
+    from app.cli import main
 
     net = load(sdp_file)
     cfgs = net.emit_trace(rng.normal(0, 2, (1, C, 4, 4)).astype(np.float32), tmp_path / "t")

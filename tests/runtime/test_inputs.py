@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from app.cli import main as dla
 from dlaio import OutputError
-from runtime.cli import main as dla
 from runtime.inputs import (
     InputError,
     Preprocess,

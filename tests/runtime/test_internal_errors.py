@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime import cli
+from app import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +47,7 @@ def test_internal_error_in_a_real_process_has_no_traceback(tmp_path):
     code = ("import sys, compiler.driver as d\n"
             "def boom(*a, **k): raise KeyError('t432')\n"
             "d.compile_model = boom\n"
-            "from runtime.cli import main\n"
+            "from app.cli import main\n"
             "sys.exit(main(sys.argv[1:]))\n")
     model = tmp_path / "m.onnx"
     model.write_bytes(b"x")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runtime.cli import main
+from app.cli import main
 from runtime.nvdla import fbs
 from runtime.nvdla.dimg import decode_dimg
 from tests.runtime.test_nvdla_firmware import _independent_pools, _maxpool2
@@ -35,9 +35,9 @@ def _one_line(err: str, *needles: str) -> None:
 
 
 def _pool_loadable(x: np.ndarray) -> bytes:
-    from tests.runtime.test_nvdla_firmware import _cube, _output, _pack, _pool_op
     from runtime.nvdla import descriptors as d
     from runtime.nvdla.writer import LoadableBuilder
+    from tests.runtime.test_nvdla_firmware import _cube, _output, _pack, _pool_op
 
     c, h, w = x.shape
     b = LoadableBuilder()

@@ -11,12 +11,12 @@ import json
 import numpy as np
 import pytest
 
+from app.cli import main
 from golden.dma import CountedMemory, Traffic
 from golden.memory import Memory
-from runtime.cli import main
+from loadable.format import write_loadable
 from runtime.executor import Network, load
 from runtime.golden_target import GoldenTarget
-from runtime.loadable import write_loadable
 from runtime.profile import Profile
 from tests.runtime.test_executor import ATOM, C, H, HW, STUB_KERNELS, W, pool_loadable, sdp_loadable
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from golden.dla import Dla
+from runtime.errors import ExecutionError
 from runtime.executor import Network
 from runtime.golden_target import GoldenTarget
-from runtime.loadable import ExecutionError
 from runtime.profile import Profile
 from tests.runtime.test_executor import C, H, HW, STUB_KERNELS, W, expected_pool, pool_loadable
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from conftest import KNOWN_INCOMPLETE, nvdla_traces_root
-from runtime.cli import main
-from runtime.strict import KnownIncomplete, is_missing_data, strict_outcome
+from app.cli import main
 from golden.config import get_config
 from golden.regs import register_map
+from runtime.strict import KnownIncomplete, is_missing_data, strict_outcome
 from runtime.suite import ERROR, NA, PASS, run_trace, trace_name
 from runtime.trace import find_traces
 from runtime.txn import parse_trace
@@ -25,7 +25,7 @@ MEM_LOAD_LINE = 3
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2], timeout=300)
 
 

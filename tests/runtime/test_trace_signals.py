@@ -21,7 +21,7 @@ from runtime.processes import alive, children, wait_gone
 from runtime.trace import write_dat
 from tests.runtime.conftest import PAYLOAD, passing_lines
 
-DLA = [sys.executable, "-m", "runtime.cli"] if not (Path(sys.executable).parent / "dla").exists() \
+DLA = [sys.executable, "-m", "app.cli"] if not (Path(sys.executable).parent / "dla").exists() \
     else [str(Path(sys.executable).parent / "dla")]
 HANG_GUARD_S = 300
 #: A read of BDMA.CFG_DST_SURF_0 (reset 0) that never reads 0xf0a5a500.

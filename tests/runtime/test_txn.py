@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import nvdla_traces_root
+from app.cli import main
 from golden.config import get_config
 from golden.regs import register_map
-from runtime.cli import main
 from runtime.golden_target import GoldenTarget
 from runtime.player import play
 from runtime.suite import ERROR, FAIL, NA, PASS, run_suite, run_trace

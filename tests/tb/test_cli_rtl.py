@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from runtime.cli import main
-from tb.suite import builtin_dut
+from app.cli import main
 from tb.runner import REPO
+from tb.suite import builtin_dut
 from tests.tb.conftest import available
 from tests.tb.fixture import FIXTURE_DIR, copy_trace, fixture_header, write_trace
 
@@ -110,8 +110,8 @@ def test_builtin_dut_is_rtl_with_generated_config_header():
 def test_input_txn_traces_play_on_rtl(fixture_filelist, tmp_path, capsys):
     """NVDLA's older input.txn format runs on a simulated DUT through the same player: load_mem, write_reg
     at CSB word addresses, wait, dump_mem compared with the expected dump (pass and fail)."""
-    from tests.runtime.test_txn import data_file, dump_file
     from golden.regs import register_map
+    from tests.runtime.test_txn import data_file, dump_file
     from tests.tb.fixture import DST, SRC
 
     small = register_map("small")

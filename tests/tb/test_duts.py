@@ -66,7 +66,7 @@ TRACE = REPO.parent / "shared" / "nvdla" / "traces" / "nv_small" / "pdp_8x8x64_2
      "dla trace: --dut nvdla-nv_small and --rtl-filelist my.f are mutually exclusive"),
 ])
 def test_cli_dut_errors_are_one_line_exit_2(argv, message, capsys):
-    from runtime.cli import main
+    from app.cli import main
 
     if not TRACE.is_dir():
         pytest.skip(f"no trace at {TRACE}")

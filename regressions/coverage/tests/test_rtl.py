@@ -6,11 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from app.targets import register_simulators
 from conftest import nvdla_traces_root
 from regressions.coverage import rtl
 from runtime.suite import PASS, run_batch
 from tb.runner import RTL_COVERAGE_ENV, RTL_COVERAGE_OPTIONS, build_manifest
 from tb.suite import builtin_dut
+
+register_simulators()  # run_batch and Network.run find the simulators by name
 
 FIFO = rtl.RTL_ROOT / "dla_fifo.v"
 PDP_TRACES = ("pdp_8x8x64_2x2_min_int8_0", "pdp_16x6x16_4x2_split_max_int8_0")

@@ -124,8 +124,8 @@ def _huge_conv_input() -> Attack:
 
 def _huge_region(kind: str, command: str) -> Attack:
     def setup(workdir: Path, material: Material) -> Scenario:
-        from compiler.proto import loadable_pb2 as pb
-        from runtime.loadable import decode_loadable, encode_loadable
+        from loadable import loadable_pb2 as pb
+        from loadable.format import decode_loadable, encode_loadable
 
         msg = decode_loadable((material.root / "poolnet.dla").read_bytes(), validate=False)
         region = next(r for r in msg.regions if pb.Region.Kind.Name(r.kind) == kind)

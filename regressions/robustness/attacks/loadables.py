@@ -39,7 +39,7 @@ def _ours(name: str, edit: Callable[[bytes], bytes], command: str = "run", exits
 def _repack(version: int | None = None, payload: Callable[[bytes], bytes] | None = None) -> Callable[[bytes], bytes]:
     """A container whose header is consistent with a changed version or payload (so the crc does not
     catch it first)."""
-    from runtime.loadable import HEADER
+    from loadable.format import HEADER
 
     def edit(b: bytes) -> bytes:
         magic, major, _, _ = HEADER.unpack_from(b)
@@ -85,7 +85,7 @@ def _not_a_file(kind: str, command: str) -> Attack:
 
 
 def attacks() -> list[Attack]:
-    from runtime.loadable import HEADER
+    from loadable.format import HEADER
 
     ours = [
         _ours("empty file", lambda b: b""),

@@ -23,12 +23,12 @@ from typing import Iterable
 
 from google.protobuf.message import DecodeError
 
-from compiler.proto import loadable_pb2 as pb
 from dlaio import write_atomic
 from golden.budget import MemoryBudgetError, check_size
 from golden.config import get_config
 from golden.errors import clip_tokens
 from golden.regs import register_map
+from loadable import loadable_pb2 as pb
 
 MAGIC = b"DLALOAD\x00"
 #: (major, minor). Bump the major on any incompatible change of loadable.proto or of its meaning.
@@ -45,10 +45,6 @@ class LoadableError(Exception):
     def __init__(self, path: Path | str, msg: str) -> None:
         self.path, self.msg = Path(path), clip_tokens(msg)
         super().__init__(f"{path}: {self.msg}")
-
-
-class ExecutionError(Exception):
-    """A loadable that cannot run as asked (bad input shape, a hang, an illegal register program); one line."""
 
 
 # ---- geometry of FEATURE tensors ---------------------------------------------------------------------

@@ -20,6 +20,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from app.errors import UserError
+from app.targets import register_simulators
 from dlaio import OutputError, check_output, input_files, write_atomic
 from dlaio.inputs import not_a_file
 from golden.budget import BudgetSettingError, MemoryBudgetError, max_memory, parse_size, set_max_memory
@@ -57,6 +59,8 @@ from runtime.suite import (
     run_suite,
     trace_budget,
 )
+
+register_simulators()  # before build_parser: its help lists the targets
 
 #: Options that only make sense on a simulator target.
 _SIM_OPTIONS = ("dut", "rtl_filelist", "toplevel", "define", "sim_arg", "timeout_cycles", "reset_idle_cycles",
@@ -229,15 +233,12 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 # ---- compile / run / inspect ----------------------------------------------------------------------------
-class UserError(Exception):
-    """A problem with what the user gave us: printed as ``dla: <message>``, exit 2."""
-
-
 def _user_errors() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [UserError, InputError, OutputError, MemoryBudgetError]
     try:  # a broken install must still end in one line, not in a traceback from this except clause
         from compiler.errors import CompileError
-        from runtime.loadable import ExecutionError, LoadableError
+        from loadable.format import LoadableError
+        from runtime.errors import ExecutionError
         from runtime.nvdla.run import NvdlaRunError
     except ImportError:
         return (UserError, InputError, OutputError, MemoryBudgetError, ImportError)
@@ -324,7 +325,7 @@ def _count(n: int, word: str) -> str:
 
 def _summary(msg, out: Path | None = None) -> str:
     """One paragraph: what was compiled and how big it is."""
-    from compiler.proto import loadable_pb2 as pb
+    from loadable import loadable_pb2 as pb
 
     dla = [t for t in msg.tasks if t.WhichOneof("kind") == "dla"]
     cpu = [t for t in msg.tasks if t.WhichOneof("kind") == "cpu"]
@@ -349,7 +350,7 @@ def _summary(msg, out: Path | None = None) -> str:
 
 @_guarded
 def cmd_compile(args: argparse.Namespace) -> int:
-    from runtime.loadable import LoadableError, check_loadable, write_loadable
+    from loadable.format import LoadableError, check_loadable, write_loadable
 
     model, out = Path(args.model), Path(args.output)
     weights = Path(args.weights) if args.weights else None
@@ -424,8 +425,8 @@ def _topk_lines(name: str, y: np.ndarray, k: int, labels: list[str] | None = Non
 
 @_guarded
 def cmd_run(args: argparse.Namespace) -> int:
+    from app.nvdla import run_nvdla
     from runtime.executor import load
-    from runtime.nvdla.cli import run_nvdla
     from runtime.nvdla.run import is_nvdla_loadable
 
     _check_in(args.loadable)  # a FIFO would block the read below forever
@@ -438,7 +439,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_out("--rawdump", args.rawdump, inputs, kind="dir")
     _check_out("--dimg", args.dimg, inputs, kind="dir")
     if is_nvdla_loadable(head):
-        return run_nvdla(args)
+        return run_nvdla(args, _sim_options)
     for opt in ("config", "dimg"):  # NVDLA-loadable options
         if getattr(args, opt):
             raise UserError(f"--{opt} applies to NVDLA loadables (.nvdla); {args.loadable} is a dla loadable")
@@ -511,9 +512,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _inspect_lines(msg) -> Iterator[str]:
-    from compiler.proto import loadable_pb2 as pb
+    from loadable import loadable_pb2 as pb
+    from loadable.format import feature_span
     from runtime.cpu_ops import attrs_to_dict
-    from runtime.loadable import feature_span
 
     kind = pb.Region.Kind.Name
     regions = {r.id: r for r in msg.regions}
@@ -566,7 +567,7 @@ def _inspect_lines(msg) -> Iterator[str]:
 
 @_guarded
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from runtime.loadable import LoadableError, check_loadable, read_loadable
+    from loadable.format import LoadableError, check_loadable, read_loadable
 
     msg = read_loadable(args.loadable, validate=False)
     for line in _inspect_lines(msg):

@@ -15,7 +15,9 @@ import hashlib
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
+from app.errors import UserError
 from golden.config import get_config
 from runtime.nvdla.run import NvdlaNetwork, NvdlaRunError, RunResult
 
@@ -34,15 +36,18 @@ def _target(name: str, hw):
     return factory(hw)
 
 
-def _on_simulator(args: argparse.Namespace, net: NvdlaNetwork, hw) -> RunResult | int:
+#: The simulator options of ``dla run``'s arguments (``app.cli``); raises ValueError for bad ones.
+SimOptions = Callable[[argparse.Namespace], dict]
+
+
+def _on_simulator(args: argparse.Namespace, net: NvdlaNetwork, hw, sim_options: SimOptions) -> RunResult | int:
     """The RunResult of the DUT, or the exit status of a DUT that failed (its one line already printed)."""
-    from runtime.cli import UserError, _sim_options
     from runtime.executor import TargetRunError
     from runtime.suite import TargetSetupError
     from tb.nvdla_network import run_nvdla_networks
 
     try:
-        options = _sim_options(args)
+        options = sim_options(args)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     try:
@@ -56,7 +61,7 @@ def _on_simulator(args: argparse.Namespace, net: NvdlaNetwork, hw) -> RunResult 
     return result
 
 
-def run_nvdla(args: argparse.Namespace) -> int:
+def run_nvdla(args: argparse.Namespace, sim_options: SimOptions) -> int:
     from runtime.suite import BATCH_TARGETS
 
     if not args.config:
@@ -74,7 +79,7 @@ def run_nvdla(args: argparse.Namespace) -> int:
     net = NvdlaNetwork.load(args.loadable, layout=args.descriptor_layout)
     start = time.perf_counter()
     if sim:
-        result = _on_simulator(args, net, hw)
+        result = _on_simulator(args, net, hw, sim_options)
         if isinstance(result, int):
             return result
     else:

@@ -9,16 +9,10 @@ from typing import Callable
 
 import pytest
 
-from compiler.proto import loadable_pb2 as pb
 from dlaio import OutputError
-from runtime.loadable import (
-    HEADER,
-    LOADABLE_VERSION,
-    MAGIC,
-    LoadableError,
-    encode_loadable,
-    read_loadable,
-    write_loadable,
+from loadable import loadable_pb2 as pb
+from loadable.format import (
+    HEADER, LOADABLE_VERSION, MAGIC, LoadableError, encode_loadable, read_loadable, write_loadable,
 )
 from tests.runtime.test_executor import pool_loadable, sdp_loadable
 
