@@ -39,7 +39,7 @@ import numpy as np
 
 from golden.config import HwConfig
 from golden.dma import dma_address, ram_space
-from golden.engines.conv import cbuf_geometry
+from golden.engines.conv_datapath import cbuf_geometry
 from golden.errors import UnsupportedError
 from golden.memory import Memory
 from golden.regs import RegView

@@ -15,7 +15,7 @@ import numpy as np
 from compiler.codegen.conv import CbufReuse
 from compiler.ir import Graph
 from compiler.passes import CompileContext
-from golden.engines.conv import cbuf_geometry, entries_per_slice
+from golden.engines.conv_datapath import cbuf_geometry, entries_per_slice
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ packed 10-bit lanes); a lane width different from the datapath needs ``CVT_EN`` 
 the wrong element size otherwise). 16-bit pixel formats exist only where the config has an int16 datapath (the
 nv_small RTL compiles them out); fp16 pixels raise UnsupportedError.
 
-The arithmetic after the CSC is the direct convolution of ``golden.engines.conv`` on the extended cube, so it
-inherits its exactness argument and its CACC output stage.
+The arithmetic after the CSC is the direct convolution of ``golden.engines.conv_datapath`` on the extended
+cube, so it inherits its exactness argument and its CACC output stage.
 """
 from __future__ import annotations
 
@@ -51,12 +51,13 @@ from golden.arith import sign_extend
 from golden.config import HwConfig
 from golden.dma import DATA_FORMATS, conv_precisions, dma_address, dma_bytes, ram_space
 from golden.engines import OpContext
-from golden.engines.conv import (
+from golden.engines.conv_datapath import (
+    BPE,
     ConvGeometry,
-    cacc_deliver,
+    cacc_cube,
     cbuf_geometry,
     cdma_convert,
-    direct_conv,
+    check_clip_truncate,
     weight_byte_offsets,
 )
 from golden.errors import UnsupportedError
@@ -65,10 +66,6 @@ from golden.regs import RegValue, RegView
 
 #: D_MISC_CFG precision encodings.
 _PRECISIONS = DATA_FORMATS
-_BPE = {"int8": 1, "int16": 2}
-#: CACC assembles 48-bit sums and delivers 32 bits (cmod FAIL beyond).
-_CACC_MAX_TRUNCATE = 16
-_CACC_ASSEMBLY_LIMIT = 1 << 47
 
 
 # ---- pixel formats ------------------------------------------------------------------------------------
@@ -240,7 +237,7 @@ def decode(regs: dict[str, RegView], hw: HwConfig) -> ImageConv:
     if lane_prec != proc and not cvt_cfg.CVT_EN:
         raise cvt_cfg.fail("CVT_EN", f"{fmt.lane_bits}-bit pixels reach the {proc} datapath only through the CDMA "
                            "converter")
-    bpe = _BPE[proc]
+    bpe = BPE[proc]  # int8 or int16: _precisions refuses fp16
 
     # Cube and fetch.
     W = cdma.D_DATAIN_SIZE_0.DATAIN_WIDTH + 1
@@ -339,9 +336,7 @@ def decode(regs: dict[str, RegView], hw: HwConfig) -> ImageConv:
     if (OW - 1) * sx * E + Cx > Wp * E:
         raise UnsupportedError("CSC", f"output column {OW - 1} reads past the {Wp}-pixel padded line ({Cx} extended "
                                f"channels at stride {sx}); the cmod reads fetch leftovers there")
-    clip = cacc.D_CLIP_CFG.CLIP_TRUNCATE
-    if clip > _CACC_MAX_TRUNCATE:
-        raise cacc.D_CLIP_CFG.fail("CLIP_TRUNCATE", f"{clip} exceeds {_CACC_MAX_TRUNCATE} (48-bit sums, 32-bit output)")
+    check_clip_truncate(cacc)
 
     # Weight fetch (as direct conv).
     wbytes = cdma.D_WEIGHT_BYTES.WEIGHT_BYTES
@@ -486,29 +481,7 @@ def read_weights(ctx: OpContext, op: ImageConv) -> np.ndarray:
     return elements[offsets].astype(np.int64)[..., None]
 
 
-def _check_assembly_bound(x: np.ndarray, w: np.ndarray, g: ConvGeometry) -> None:
-    """Refuse sums that could reach CACC's 48-bit saturation, whose step order is not modelled (int16 only)."""
-    taps = g.channels * g.kernel_height
-    xmax = max(int(np.max(np.abs(x), initial=0)), abs(g.pad_value))
-    if taps * xmax * int(np.max(np.abs(w), initial=0)) < _CACC_ASSEMBLY_LIMIT:
-        return
-    bound = direct_conv(np.abs(x), np.abs(w), ConvGeometry(**{**g.__dict__, "pad_value": abs(g.pad_value)}))
-    if int(np.max(bound, initial=0)) >= _CACC_ASSEMBLY_LIMIT:
-        raise UnsupportedError("CACC", "partial sums may reach the 48-bit saturation of the CACC assembly; its "
-                               "order is not modelled")
-
-
 def run(ctx: OpContext) -> np.ndarray:
     """One image convolution; returns the CACC cube (K padded to the atom, OH, OW) int64 for SDP."""
-    regs = dict(ctx.regs)
-    op = decode(regs, ctx.hw)
-    g = op.geometry
-    x = extend(fetch(ctx, op), op)
-    w = read_weights(ctx, op)
-    _check_assembly_bound(x, w, g)
-    acc = direct_conv(x, w, g)
-    atom = ctx.hw.atom_elements(g.dtype)  # type: ignore[arg-type]
-    out = np.zeros((-(-g.kernels // atom) * atom, g.out_height, g.out_width), dtype=np.int64)
-    out[: g.kernels], saturated = cacc_deliver(acc, regs["CACC"].D_CLIP_CFG.CLIP_TRUNCATE)
-    ctx.report("CACC", "D_OUT_SATURATION", saturated)
-    return out
+    op = decode(dict(ctx.regs), ctx.hw)
+    return cacc_cube(ctx, extend(fetch(ctx, op), op), read_weights(ctx, op), op.geometry)

@@ -32,7 +32,7 @@ import numpy as np
 
 from golden.dma import dma_address, dma_bytes
 from golden.engines import OpContext
-from golden.engines.conv import cbuf_geometry
+from golden.engines.conv_datapath import cbuf_geometry
 from golden.errors import UnsupportedError
 from golden.regs import RegView
 

@@ -55,7 +55,7 @@ import numpy as np
 
 from golden.dma import dma_address, dma_bytes, ram_space
 from golden.engines import OpContext
-from golden.engines.conv import ConvGeometry, cdma_convert, unpack_weights
+from golden.engines.conv_datapath import ConvGeometry, cdma_convert, unpack_weights
 from golden.layout import CubeLayout, read_cube
 from golden.regs import RegView
 

@@ -1,6 +1,6 @@
 """Compressed conv weights (``D_WEIGHT_FORMAT.WEIGHT_FORMAT=1``): WMB mask bits, WGS group sizes, sparse stream.
 
-The conv pipeline reads its weights either as the plain byte stream (direct conv: ``conv.weight_byte_offsets``
+The conv pipeline reads its weights either as the plain byte stream (direct conv: ``conv_datapath.weight_byte_offsets``
 order; Winograd: ``conv_winograd.weight_element_offsets`` order) or, compressed, as three memory blocks that
 decompress to exactly that stream (hw:nvdlav1 ``cmod/csc/NV_NVDLA_csc.cpp get_decompressed_weight``, fed by
 ``SendWeightToMacSequencer{DirectConv,WinoConv}Common``; fetched by ``cmod/cdma/NV_NVDLA_cdma.cpp``

@@ -52,6 +52,7 @@ from golden.arith import rha, sat, sign_extend
 from golden.config import HwConfig
 from golden.dma import CONV_UNITS, conv_precisions, dma_address, dma_bytes, ram_space
 from golden.engines import OpContext
+from golden.engines.conv_datapath import cacc_deliver, check_clip_truncate
 from golden.engines.conv_wcomp import read_weights
 from golden.errors import UnsupportedError
 from golden.layout import CubeLayout, read_cube
@@ -67,8 +68,6 @@ ENTRY_BYTES = 128
 CHANNEL_BLOCK = 4
 #: D_PRA_CFG.PRA_TRUNCATE "range: 0~2" (NVDLA_CSC.rdl).
 MAX_PRA_TRUNCATE = 2
-#: CACC assembles 48 bits and delivers 32.
-MAX_CLIP_TRUNCATE = 48 - 32
 
 #: The input (PRA) and output (CMAC) transforms; ``pra`` and ``output_transform`` spell them out as adders.
 B_T = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], dtype=np.int64)
@@ -254,9 +253,7 @@ def decode(regs: Mapping[str, RegView], hw: HwConfig) -> WinogradGeometry:
     pra = csc.D_PRA_CFG.PRA_TRUNCATE
     if pra > MAX_PRA_TRUNCATE:
         raise csc.D_PRA_CFG.fail("PRA_TRUNCATE", f"{pra} is outside the documented range 0..{MAX_PRA_TRUNCATE}")
-    clip = cacc.D_CLIP_CFG.CLIP_TRUNCATE
-    if clip > MAX_CLIP_TRUNCATE:
-        raise cacc.D_CLIP_CFG.fail("CLIP_TRUNCATE", f"{clip} exceeds {MAX_CLIP_TRUNCATE} (48-bit sums, 32-bit output)")
+    check_clip_truncate(cacc)
 
     # Memory layout of the input.
     atom_bytes = atom * bpe
@@ -420,10 +417,9 @@ def run(ctx: OpContext) -> np.ndarray:
 
     # CMAC + CACC.
     acc = winograd_sums(v, u)
-    delivered = rha(acc, cacc.D_CLIP_CFG.CLIP_TRUNCATE)
     out = np.zeros((-(-g.kernels // g.atom) * g.atom, g.out_height, g.out_width), dtype=np.int64)
-    out[: g.kernels] = sat(delivered, 32)
-    ctx.report("CACC", "D_OUT_SATURATION", int(np.count_nonzero(out[: g.kernels] != delivered)))
+    out[: g.kernels], saturated = cacc_deliver(acc, cacc.D_CLIP_CFG.CLIP_TRUNCATE)
+    ctx.report("CACC", "D_OUT_SATURATION", saturated)
     return out
 
 

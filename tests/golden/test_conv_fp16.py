@@ -14,7 +14,7 @@ from golden.config import get_config
 from golden.dla import Dla
 from golden.engines import OpContext
 from golden.engines import conv_fp16 as F
-from golden.engines.conv import ConvGeometry, cbuf_geometry, entries_per_slice
+from golden.engines.conv_datapath import ConvGeometry, cbuf_geometry, entries_per_slice
 from golden.errors import ConfigError, UnsupportedError
 from golden.regs import UNITS
 from regressions.programs_conv_wide import WideConvLayer, program_conv_wide, unpack16

@@ -269,7 +269,7 @@ def int16_program(hw, layer: ImageLayer) -> tuple[programs.Program, dict[str, di
     """``layer``'s int8 program turned into an int16 datapath one: precisions, CBUF entries per line, kernel
     bytes and 2-byte weights (kernel groups of atomic K / 2, loops over the documented order). Returns the
     program and the register fields to patch."""
-    from golden.engines.conv import cbuf_geometry
+    from golden.engines.conv_datapath import cbuf_geometry
 
     program = programs_image.program_image_conv(hw, layer)
     lanes = programs_image.FORMATS[layer.fmt][1]

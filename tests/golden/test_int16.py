@@ -16,7 +16,7 @@ import pytest
 from golden.config import NV_FULL, NV_SMALL
 from golden.dla import Dla
 from golden.engines import sdp as sdp_engine
-from golden.engines.conv import ConvGeometry, pack_weights, unpack_weights
+from golden.engines.conv_datapath import ConvGeometry, pack_weights, unpack_weights
 from golden.errors import UnsupportedError
 from golden.layout import CubeLayout, read_cube, write_cube
 

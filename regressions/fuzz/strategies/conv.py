@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from compiler.codegen.conv import weight_fetch_bytes
 from golden.config import HwConfig, PRESETS
-from golden.engines.conv import data_banks_needed
+from golden.engines.conv_datapath import data_banks_needed
 from regressions import programs
 from regressions.fuzz.strategies import (
     SEED_BITS,

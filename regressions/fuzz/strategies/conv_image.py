@@ -17,7 +17,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from golden.config import HwConfig
-from golden.engines.conv import cbuf_geometry, entries_per_slice
+from golden.engines.conv_datapath import cbuf_geometry, entries_per_slice
 from regressions.fuzz.strategies import (
     field_ints,
     field_range,

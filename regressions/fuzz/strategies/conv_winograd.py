@@ -23,7 +23,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from golden.config import HwConfig
-from golden.engines.conv import data_banks_needed
+from golden.engines.conv_datapath import data_banks_needed
 from regressions import programs
 from regressions.fuzz.strategies import (
     field_ints,

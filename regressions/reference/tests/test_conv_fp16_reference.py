@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from golden.engines import conv_fp16 as golden
-from golden.engines.conv import ConvGeometry
+from golden.engines.conv_datapath import ConvGeometry
 from regressions.reference import conv_fp16 as ref
 
 pytestmark = pytest.mark.reference
