@@ -1,16 +1,15 @@
 """Golden vs RTL on hypothesis-drawn PDP and SDP layers: byte-identical outputs.
 
 hypothesis draws the layers in the pytest process; each becomes a register program, the golden model gives
-its output CRC, and the program is saved as an NVDLA trace checking that CRC. All traces then run in one
-simulation of one DUT build (STYLE: configs go to the simulator as data). ``DLA_RTL_DIFF_EXAMPLES`` sets
-how many layers (20 in ``make test``, 200 at ``make regress`` level ci); both simulators run them
-(``DLA_RTL_DIFF_SIM`` picks one).
+its output CRC, and the program is saved as an NVDLA trace checking that CRC (``regressions.rtl.golden_verdict``).
+All traces then run in one simulation of one DUT build (STYLE: configs go to the simulator as data).
+``DLA_RTL_DIFF_EXAMPLES`` sets how many layers (20 in ``make test``, 200 at ``make regress`` level ci); both
+simulators run them (``DLA_RTL_DIFF_SIM`` picks one).
 """
 from __future__ import annotations
 
 import os
 import tempfile
-import zlib
 from pathlib import Path
 
 import pytest
@@ -18,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.targets import register_simulators
-from golden import Dla, get_config
+from golden import get_config
 from regressions import programs
 from regressions.fuzz.strategies import pool_layers, sdp_layers
-from runtime.suite import PASS, run_batch
+from regressions.rtl.golden_verdict import golden_trace, rtl_disagreements
 from tb.duts import dut_config, dut_from_env
 
 register_simulators()  # run_batch and Network.run find the simulators by name
@@ -41,9 +40,7 @@ def save_traces(layers, directory: Path, simulator: str) -> list[tuple[str, str,
     for i, layer in enumerate(layers):
         kind = "pdp" if isinstance(layer, programs.PoolLayer) else "sdp"
         program = (programs.program_pdp if kind == "pdp" else programs.program_sdp)(hw, layer)
-        golden_out = program.run(Dla(hw))
-        name = f"{i:03d}_{kind}"
-        cfg = program.write_trace(directory / name, name, zlib.crc32(golden_out))
+        cfg = golden_trace(hw, program, directory, f"{i:03d}_{kind}")
         jobs.append((str(cfg), CONFIG, simulator))
     return jobs
 
@@ -69,7 +66,5 @@ def test_pdp_and_sdp_layers_are_byte_identical_on_rtl(simulator):
     assert len(layers) >= EXAMPLES
     with tempfile.TemporaryDirectory(prefix="rtl_diff_") as tmp:
         jobs = save_traces(layers, Path(tmp), simulator)
-        outcomes = list(run_batch(simulator, jobs, workers=1, options={"dut_name": DUT}))
-    assert len(outcomes) == len(jobs)
-    bad = [f"{o.name}: {o.status} {o.detail}" for o in outcomes if o.status != PASS]
+        bad = rtl_disagreements(simulator, jobs, {"dut_name": DUT})
     assert not bad, f"{len(bad)} of {len(jobs)} layers differ from golden:\n" + "\n".join(bad)

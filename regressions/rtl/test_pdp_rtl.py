@@ -1,5 +1,6 @@
 """The PDP engine (rtl/engines/dla_pdp.v) against golden.Dla, bit for bit, on rtl/NV_nvdla under
-Icarus (tests/rtl/tb_nvdla.v with its random-latency AXI memory that checks the AXI rules).
+Icarus (tests/rtl/tb_nvdla.v with its random-latency AXI memory that checks the AXI rules), through
+``regressions.rtl.golden_verdict.GoldenVectors``.
 
 Each case is a sequence of pooling layers built by ``regressions.programs.program_pdp`` (directed
 edge cases + random legal configurations: MAX/MIN/AVERAGE, kernels 1..8, strides 1..16, padding
@@ -26,12 +27,11 @@ from golden import Dla, get_config
 from golden.config import HwConfig
 from golden.engines.pdp import pooled_size
 from golden.errors import ConfigError
-from golden.regs import UNITS, register_map
+from golden.regs import UNITS
 from regressions.programs import PoolLayer, Program, program_pdp
+from regressions.rtl.golden_verdict import GoldenVectors
 from tb.duts import BUILTIN_DUT, dut_config
-
-from . import sim
-from .vectors import MASK64, Vectors
+from tests.rtl import sim
 
 pytestmark = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not installed")
 
@@ -138,19 +138,16 @@ class Sequence:
     def __init__(self, hw: HwConfig, rng: random.Random) -> None:
         self.hw = hw
         self.rng = rng
-        self.dla = Dla(hw)
-        self.map = register_map(hw.address_map)
-        self.vec = Vectors()
+        self.golden = GoldenVectors(hw, tb_address=lambda addr: addr % TB_MEM)
+        self.vec = self.golden.vec
         self.count = 0
         self.atom = hw.atom_elements()
         self.wide = hw.primary_memif_width // 8 > self.atom  # several atoms per bus beat
         self.addr64 = hw.mem_address_width > 32
 
     def _mem(self, addr: int, data: bytes) -> None:
-        self.dla.mem.write(addr, data)
         assert len(data) % 8 == 0 and addr % 8 == 0
-        for off in range(0, len(data), 8):
-            self.vec.mem_write((addr + off) % TB_MEM, int.from_bytes(data[off : off + 8], "little"))
+        self.golden.load(addr, data)
 
     def add(self, case: Case) -> None:
         i = self.count
@@ -175,23 +172,17 @@ class Sequence:
         src_addr, data = prog.memory[0]
         data = data + bytes(-len(data) % 8)
         self._mem(src_addr, data)
-        for name, value in prog.writes:
-            addr, _ = self.map.resolve(name)
-            self.dla.write_reg(addr, value)
-            self.vec.write(addr, value, nposted=name.endswith("PDP.D_OP_ENABLE_0"))
+        self.golden.play(prog.writes, nposted=lambda name: name.endswith("PDP.D_OP_ENABLE_0"))
         bit = 1 << (PDP_DONE_BIT + group)
-        assert self.dla.intr_status & bit, "golden did not run the layer"
-        status = self.map.address("GLB", "S_INTR_STATUS")
+        assert self.golden.dla.intr_status & bit, "golden did not run the layer"
+        status = self.golden.dla.map.address("GLB", "S_INTR_STATUS")
         wait = estimate_cycles(self.hw, case.layer)
         if wait > 15000:
             self.vec.idle(wait - 15000)
         self.vec.wait_intr(1)
         self.vec.read(status, bit)
-        expect = self.dla.mem.dram.read_bytes(lo, hi - lo)
-        for off in range(0, hi - lo, 8):
-            self.vec.mem_check((lo + off) % TB_MEM, int.from_bytes(expect[off : off + 8], "little"), MASK64)
-        self.dla.write_reg(status, bit)
-        self.vec.write(status, bit, nposted=True)
+        self.golden.expect_memory(lo, hi - lo)
+        self.golden.write(status, bit, nposted=True)
         self.vec.wait_intr(0)
 
 

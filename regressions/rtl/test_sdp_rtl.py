@@ -1,7 +1,7 @@
 """rtl/engines/dla_sdp.v against the golden model: random SDP layers (X1/X2 with register and memory
 operands, per kernel and per element, 1- and 2-byte, DATA_USE ALU/MUL/BOTH, PReLU, ReLU, output CVT,
 D_PERF_OUT_SATURATION) run on rtl/NV_nvdla under Icarus with tests/rtl/tb_nvdla.v (random-latency
-AXI memory that checks the AXI rules).
+AXI memory that checks the AXI rules), through ``regressions.rtl.golden_verdict.GoldenVectors``.
 
 Each layer is built by ``regressions.programs.program_sdp`` and then moved into the testbench's 1 MiB
 memory window: bases get random byte offsets (unaligned to the bus where the address unit allows
@@ -27,9 +27,9 @@ from golden.dla import Dla
 from golden.layout import CubeLayout
 from regressions.programs import Program, SdpLayer, program_sdp, strides
 from regressions.reference.sdp import SdpParams, SdpXParams
-
-from . import sim
-from .vectors import Vectors
+from regressions.rtl.golden_verdict import GoldenVectors
+from tests.rtl import sim
+from tests.rtl.vectors import Vectors
 
 pytestmark = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not installed")
 
@@ -200,34 +200,24 @@ def place(hw: HwConfig, layer: SdpLayer, group: int, rng: random.Random, perf_sa
 # vectors + golden, side by side
 # ---------------------------------------------------------------------------------------------------
 def build_run(hw: HwConfig, layers: list[SdpLayer], rng: random.Random) -> tuple[Vectors, list[str]]:
-    dla = Dla(hw)
-    vec = Vectors()
+    golden = GoldenVectors(hw)
+    vec = golden.vec
     notes = []
-    status_addr, _ = dla.map.resolve("GLB.S_INTR_STATUS")
-    sat_addr, _ = dla.map.resolve("SDP.D_PERF_OUT_SATURATION")
+    status_addr, _ = golden.dla.map.resolve("GLB.S_INTR_STATUS")
+    sat_addr, _ = golden.dla.map.resolve("SDP.D_PERF_OUT_SATURATION")
     for i, layer in enumerate(layers):
         group = i % 2
         placed = place(hw, layer, group, rng, perf_sat=rng.random() < 0.7)
         for addr, data in placed.image:
-            dla.mem.write(addr, data)
-            for off in range(0, len(data), 8):
-                vec.mem_write(addr + off, int.from_bytes(data[off : off + 8], "little"))
-        for name, value in placed.program.writes:
-            addr, _ = dla.map.resolve(name)
-            dla.write_reg(addr, value)
-            vec.write(addr, value)
-        status = dla.read_reg(status_addr)
-        assert status, f"layer {i}: golden did not complete"
+            golden.load(addr, data)
+        golden.play(placed.program.writes)
+        assert golden.dla.read_reg(status_addr), f"layer {i}: golden did not complete"
         vec.wait_intr(1)
-        vec.read(status_addr, status)
-        vec.read(sat_addr, dla.read_reg(sat_addr))
-        dla.write_reg(status_addr, status)
-        vec.write(status_addr, status, nposted=True)
+        status = golden.expect_reg(status_addr)
+        golden.expect_reg(sat_addr)
+        golden.write(status_addr, status, nposted=True)
         vec.wait_intr(0)
-        start, length = placed.dst
-        out = dla.mem.dram.read_bytes(start, length)
-        for off in range(0, length, 8):
-            vec.mem_check(start + off, int.from_bytes(out[off : off + 8], "little"))
+        golden.expect_memory(*placed.dst)
         p = layer.params
         notes.append(f"{layer.x.shape} bytes={layer.operand_bytes} x1={_describe(p.x1)} x2={_describe(p.x2)}")
     return vec, notes
