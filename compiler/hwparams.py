@@ -1,6 +1,6 @@
 """Integer parameters of the hardware operations the compiler emits, one field per register field.
 
-Field names match ``regressions.reference`` (SdpXParams, SdpYParams, SdpOperandCvt, SdpLut/CdpLut, the
+Field names match ``regressions.reference`` (SdpXParams, SdpYParams, SdpOperandCvt, the
 lrn/pool/direct_conv arguments) so a compiled layer can be replayed through the independent reference
 math field by field. Operands: an ``int`` is a register (REG) operand, a (C,) array a per-channel
 memory operand, a (C, H, W) array -- or a ``TensorOperand`` naming a tensor -- a per-element one.
@@ -12,9 +12,9 @@ from typing import Union
 
 import numpy as np
 
+from golden.lut import LutRegisters
+
 ALU_MAX, ALU_MIN, ALU_SUM = 0, 1, 2
-TABLE_LE, TABLE_LO = 0, 1
-LE_DEPTH, LO_DEPTH = 65, 257
 
 
 @dataclass(frozen=True)
@@ -69,40 +69,13 @@ class YStage:
 
 
 @dataclass
-class Lut:
-    """LUT tables and ``S_LUT_*`` settings (SDP and CDP share the layout; CDP's start/end are 38-bit)."""
-
-    le_table: tuple[int, ...] = (0,) * LE_DEPTH
-    lo_table: tuple[int, ...] = (0,) * LO_DEPTH
-    le_function: str = "exp"  # "exp" or "linear"
-    le_start: int = 0
-    le_end: int = 0
-    lo_start: int = 0
-    lo_end: int = 0
-    le_index_offset: int = 0
-    le_index_select: int = 0
-    lo_index_select: int = 0
-    uflow_priority: int = TABLE_LE
-    oflow_priority: int = TABLE_LE
-    hybrid_priority: int = TABLE_LE
-    le_slope_uflow_scale: int = 0
-    le_slope_uflow_shift: int = 0
-    le_slope_oflow_scale: int = 0
-    le_slope_oflow_shift: int = 0
-    lo_slope_uflow_scale: int = 0
-    lo_slope_uflow_shift: int = 0
-    lo_slope_oflow_scale: int = 0
-    lo_slope_oflow_shift: int = 0
-
-
-@dataclass
 class SdpParams:
     """The whole SDP datapath: X1 -> X2 -> Y (+LUT) -> output CVT ((x - offset) * scale >> shift, int8)."""
 
     x1: XStage = field(default_factory=XStage)
     x2: XStage = field(default_factory=XStage)
     y: YStage = field(default_factory=YStage)
-    lut: Lut | None = None
+    lut: LutRegisters | None = None
     cvt_offset: int = 0
     cvt_scale: int = 1
     cvt_shift: int = 0
@@ -112,7 +85,7 @@ class SdpParams:
 class CdpParams:
     """CDP (LRN): input CVT, square-sum window, LUT, multiply, output CVT (``reference.cdp.lrn`` args)."""
 
-    lut: Lut
+    lut: LutRegisters
     datin_offset: int = 0
     datin_scale: int = 1
     datin_shifter: int = 0

@@ -28,7 +28,8 @@ from typing import Callable
 
 import numpy as np
 
-from compiler.hwparams import LE_DEPTH, LO_DEPTH, TABLE_LE, TABLE_LO, CdpParams, Lut, YStage
+from compiler.hwparams import CdpParams, YStage
+from golden.lut import LE_DEPTH, LO_DEPTH, TABLE_LE, TABLE_LO, LutRegisters
 
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -254,7 +255,7 @@ def design_lrn(size: int, alpha: float, beta: float, bias: float, in_scale: floa
     le, lo = grids["le"], grids["lo"]
     first_id = TABLE_LO if g1.name == "lo" else TABLE_LE
     second_id = TABLE_LE if first_id == TABLE_LO else TABLE_LO
-    lut = Lut(
+    lut = LutRegisters(
         le_table=tuple(int(v) for v in le.values),
         lo_table=tuple(int(v) for v in lo.values),
         le_function="exp" if le.exponent else "linear",
@@ -337,7 +338,7 @@ def _edge(t: Callable[[float], float], limit: float, toward: float) -> float:
     return outside
 
 
-def sdp_activation(fn: str, in_scale: float, out_scale: float) -> tuple[YStage, Lut, int, int, int]:
+def sdp_activation(fn: str, in_scale: float, out_scale: float) -> tuple[YStage, LutRegisters, int, int, int]:
     """SDP Y stage, LUT and output CVT ``(cvt_offset, cvt_scale, cvt_shift)`` computing ``fn`` ("sigmoid"
     or "tanh") of an int32 value v arriving at Y (real = in_scale * v): q ~ round(fn(in_scale*v) /
     out_scale) saturated to int8, for every int32 v. Needs a config with the SDP LUT (``hw.sdp_lut``).
@@ -387,7 +388,7 @@ def sdp_activation(fn: str, in_scale: float, out_scale: float) -> tuple[YStage, 
     # Table = target * gain with gain = 2^shift / scale exactly, so the output CVT undoes it exactly.
     scale, shift = _scale_shift(peak / _TABLE_FULL_SCALE, round_up=True)
     lo_table = _fit(target, _knots(False, start, select, segments), 2.0 ** shift / scale, granule=1, away=True)
-    lut = Lut(
+    lut = LutRegisters(
         le_table=(0,) * LE_DEPTH,
         lo_table=tuple(int(x) for x in lo_table),
         le_function="linear",

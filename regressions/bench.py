@@ -287,14 +287,14 @@ def pdp_workload(c: int, h: int, w: int) -> Workload:
 def cdp_workload(c: int, h: int, w: int) -> Workload:
     """CDP: LRN over 5 channels with both LUTs in range; input elements."""
     from golden import get_config
+    from golden.lut import LutRegisters
     from regressions.programs import LrnLayer, program_cdp
-    from regressions.reference.cdp import CdpLut
 
     hw = get_config("nv_small")
     rng = np.random.default_rng(4)
-    lut = CdpLut(le_table=tuple(int(v) for v in rng.integers(0, 32768, 65)),
-                 lo_table=tuple(int(v) for v in rng.integers(0, 32768, 257)),
-                 le_function="exp", le_start=0, le_end=1 << 20, lo_start=0, lo_end=1 << 16, lo_index_select=8)
+    lut = LutRegisters(le_table=tuple(int(v) for v in rng.integers(0, 32768, 65)),
+                       lo_table=tuple(int(v) for v in rng.integers(0, 32768, 257)),
+                       le_function="exp", le_start=0, le_end=1 << 20, lo_start=0, lo_end=1 << 16, lo_index_select=8)
     layer = LrnLayer(rng.integers(-128, 128, (c, h, w)), lut, normalz_len=1, datout_shifter=8)
     return Workload(hw, program_cdp(hw, layer), c * h * w, "element", f"cdp {c}x{h}x{w}: LRN 5; nv_small")
 

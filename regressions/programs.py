@@ -21,6 +21,7 @@ from compiler.codegen.pdp import emit_pdp
 from compiler.codegen.program import Cube, OperandPlacement, RegProgram
 from compiler.codegen.sdp import STAGES, is_reg_operand, stage_mem_use
 from golden.config import HwConfig
+from golden.lut import LutRegisters
 
 #: Default memory map of a single-layer program (all in primary DRAM).
 SRC_BASE = 0x8000_0000
@@ -114,7 +115,7 @@ def program_pdp(hw: HwConfig, layer: PoolLayer, crop: bool = True) -> Program:
 @dataclass
 class LrnLayer:
     x: np.ndarray  # (C, H, W) int8 values
-    lut: object  # regressions.reference.cdp.CdpLut
+    lut: LutRegisters
     datin_offset: int = 0
     datin_scale: int = 1
     datin_shifter: int = 0

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from compiler.codegen.lut import emit_lut
 from compiler.codegen.pack import pack_feature, pack_operands, strides
 from compiler.codegen.program import Cube, RegProgram, pointers, u32
 from golden.config import HwConfig
@@ -47,24 +48,6 @@ def atom_of(hw: HwConfig) -> int:
     return hw.atom_elements("fp16")
 
 
-def _lut(p: RegProgram, lut) -> None:
-    for table_id, table in ((0, lut.le_table), (1, lut.lo_table)):
-        p.reg("SDP", "S_LUT_ACCESS_CFG", LUT_ADDR=0, LUT_TABLE_ID=table_id, LUT_ACCESS_TYPE=1)
-        for v in table:
-            p.reg("SDP", "S_LUT_ACCESS_DATA", int(v) & 0xFFFF)
-    p.reg("SDP", "S_LUT_CFG", LUT_LE_FUNCTION=0 if lut.le_function == "exp" else 1,
-          LUT_UFLOW_PRIORITY=lut.uflow_priority, LUT_OFLOW_PRIORITY=lut.oflow_priority,
-          LUT_HYBRID_PRIORITY=lut.hybrid_priority)
-    p.reg("SDP", "S_LUT_INFO", (lut.le_index_offset & 0xFF) | ((lut.le_index_select & 0xFF) << 8)
-          | ((lut.lo_index_select & 0xFF) << 16))
-    for tab in ("le", "lo"):
-        p.reg("SDP", f"S_LUT_{tab.upper()}_START", u32(getattr(lut, f"{tab}_start")))
-        p.reg("SDP", f"S_LUT_{tab.upper()}_END", u32(getattr(lut, f"{tab}_end")))
-        p.reg("SDP", f"S_LUT_{tab.upper()}_SLOPE_SCALE", (getattr(lut, f"{tab}_uflow_scale") & 0xFFFF)
-              | ((getattr(lut, f"{tab}_oflow_scale") & 0xFFFF) << 16))
-        p.reg("SDP", f"S_LUT_{tab.upper()}_SLOPE_SHIFT", 0)
-
-
 def program_sdp_fp16(hw: HwConfig, layer: SdpFp16Layer) -> Program:
     """Registers and memory of an fp16 SDP operation reading its input from memory."""
     prm = layer.params
@@ -79,7 +62,7 @@ def program_sdp_fp16(hw: HwConfig, layer: SdpFp16Layer) -> Program:
     p = RegProgram(hw)
     pointers(p, "SDP_RDMA", "SDP")
     if not prm.y.bypass and not prm.y.lut_bypass:
-        _lut(p, prm.lut)
+        emit_lut(p, "SDP", prm.lut)  # slope shifts stay 0: fp16 has none
     for unit in ("SDP_RDMA", "SDP"):
         p.reg(unit, "D_DATA_CUBE_WIDTH", w - 1)
         p.reg(unit, "D_DATA_CUBE_HEIGHT", h - 1)

@@ -7,9 +7,7 @@ from the compiler's codegen (``emit_pdp`` / ``emit_cdp``, which program int8), w
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Sequence
 
 import numpy as np
@@ -20,6 +18,7 @@ from compiler.codegen.pdp import emit_pdp
 from compiler.codegen.program import Cube, RegProgram
 from compiler.hwparams import PdpParams
 from golden.config import HwConfig
+from golden.lut import LutRegisters
 from golden.regs import UNITS
 from regressions.programs import DST_BASE, SRC_BASE, Program
 
@@ -59,12 +58,13 @@ class WidePoolLayer:
 
 @dataclass
 class WideLrnLayer:
-    """An int16/fp16 LRN layer: ``x`` as in ``WidePoolLayer``; ``lut`` a ``reference.cdp.CdpLut`` (int16)
-    or ``reference.cdp_fp16.CdpFp16Lut`` (fp16). The CVT fields are unused by fp16."""
+    """An int16/fp16 LRN layer: ``x`` as in ``WidePoolLayer``; ``lut`` integer values (int16) or fp16/fp32
+    bit patterns with the slope shifts left at 0 (fp16, where the cmod ignores them). The CVT fields are
+    unused by fp16."""
 
     x: np.ndarray
     dtype: str
-    lut: object
+    lut: LutRegisters
     normalz_len: int = 0
     sqsum_bypass: bool = False
     mul_bypass: bool = False
@@ -119,15 +119,6 @@ def program_pdp_wide(hw: HwConfig, layer: WidePoolLayer) -> Program:
     return p
 
 
-def _lut_params(lut: object) -> object:
-    """fp16 LUTs have no slope shifts (the cmod ignores them): the codegen writes 0."""
-    if hasattr(lut, "le_slope_uflow_shift"):
-        return lut
-    shifts = {f"{t}_slope_{k}_shift": 0 for t in ("le", "lo") for k in ("uflow", "oflow")}
-    fields = {f.name: getattr(lut, f.name) for f in dataclasses.fields(lut)}  # type: ignore[arg-type]
-    return SimpleNamespace(**fields, **shifts)
-
-
 def program_cdp_wide(hw: HwConfig, layer: WideLrnLayer) -> Program:
     """Registers and memory of a CDP operation (LUT uploaded through S_LUT_ACCESS_*)."""
     c, h, w = layer.x.shape
@@ -137,7 +128,7 @@ def program_cdp_wide(hw: HwConfig, layer: WideLrnLayer) -> Program:
     p.memory.append((SRC_BASE, pack_feature(np.asarray(layer.x, dtype=np.int64), atom, 2)))
     p.output = (DST_BASE, -(-c // atom) * dst.surface_stride)
     regs = RegProgram(hw)
-    emit_cdp(regs, src, dst, SimpleNamespace(**{**vars(layer), "lut": _lut_params(layer.lut)}))
+    emit_cdp(regs, src, dst, layer)
     units = (("CDP", "D_DATA_FORMAT", "INPUT_DATA_TYPE"), ("CDP_RDMA", "D_DATA_FORMAT", "INPUT_DATA"))
     p.writes = _finish(regs, units, layer.dtype, "CDP", layer.nan_to_zero)
     return p

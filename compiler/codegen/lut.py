@@ -1,9 +1,11 @@
-"""LUT upload and ``S_LUT_*`` settings (SDP and CDP share the access protocol)."""
+"""LUT upload and ``S_LUT_*`` settings (SDP and CDP share the access protocol): the one writer of a
+``golden.lut.LutRegisters``, used by the compiler and by the regression programs (int8, int16, fp16)."""
 from __future__ import annotations
 
 from typing import Sequence
 
 from compiler.codegen.program import RegProgram, u32
+from golden.lut import LutRegisters
 
 
 def _lut_writes(p: RegProgram, unit: str, le: Sequence[int], lo: Sequence[int]) -> None:
@@ -17,9 +19,10 @@ def _le_function(f) -> int:
     return 0 if f in ("exp", "exponent", 0) else 1
 
 
-def emit_lut(p: RegProgram, unit: str, lut) -> None:
+def emit_lut(p: RegProgram, unit: str, lut: LutRegisters) -> None:
     """Tables and S_LUT_* settings of an SDP or CDP LUT. CDP's START/END are 38-bit (LOW + HIGH[5:0]
-    registers), SDP's are single 32-bit registers."""
+    registers), SDP's are single 32-bit registers. fp16 bit patterns go out as they are; fp16 has no slope
+    shifts, so they stay at 0."""
     _lut_writes(p, unit, lut.le_table, lut.lo_table)
     p.reg(unit, "S_LUT_CFG", LUT_LE_FUNCTION=_le_function(lut.le_function), LUT_UFLOW_PRIORITY=lut.uflow_priority,
           LUT_OFLOW_PRIORITY=lut.oflow_priority, LUT_HYBRID_PRIORITY=lut.hybrid_priority)

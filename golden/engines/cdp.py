@@ -41,13 +41,13 @@ from golden.engines import Engine, OpContext, register
 from golden.errors import UnsupportedError
 from golden.intr import unit_done_bits
 from golden.layout import read_cube, write_cube
+from golden.lut import LE_DEPTH, LO_DEPTH, lut_mode
 from golden.regs import RegValue, RegView
 
 #: ``S_LUT_CFG.LUT_LE_FUNCTION``.
 EXPONENT, LINEAR = 0, 1
 #: ``S_LUT_CFG`` priorities: 0 selects LE, 1 selects LO.
 LE, LO = 0, 1
-LE_DEPTH, LO_DEPTH = 65, 257
 #: The cmod's interpolation/slope intermediate width (``INTERP_INTERMIDIATE_BITS_INT8``).
 INTERP_BITS = 56
 #: Fraction bits of the interpolation weight (the RTL keeps 16).
@@ -77,6 +77,12 @@ class Table:
 
 @dataclass(frozen=True)
 class Lut:
+    """CDP's ``S_LUT_*`` registers (``golden.lut.LutRegisters``) decoded for one precision, per table.
+
+    Kept apart from the register block because the decode depends on the operation: the index selects
+    are 6-, 7- or 8-bit signed by precision, nv_small's LUT controller compares a narrower START
+    (``Table.index_start``), and a bad field must fail naming its register."""
+
     le_function: int
     uflow_priority: int
     oflow_priority: int
@@ -99,11 +105,7 @@ class Lut:
             lo_select = 0  # the 5-bit shift amount drops the 32: no shift, no fraction, like 0
         le_used = cfg.LUT_LE_FUNCTION == LINEAR or dtype == "int8"  # int8: checked as before, whatever the mode
         return cls(
-            le_function=cfg.LUT_LE_FUNCTION,
-            uflow_priority=cfg.LUT_UFLOW_PRIORITY,
-            oflow_priority=cfg.LUT_OFLOW_PRIORITY,
-            hybrid_priority=cfg.LUT_HYBRID_PRIORITY,
-            le_index_offset=info.signed("LUT_LE_INDEX_OFFSET"),
+            **lut_mode(cdp),
             le=_table(cdp, "LE", decode(info, "LUT_LE_INDEX_SELECT") if le_used else 0, bits),
             lo=_table(cdp, "LO", lo_select, bits),
         )

@@ -40,7 +40,8 @@ from golden.arith import rha, sat, sign_extend
 from golden.engines import Engine, OpContext, Views, register
 from golden.config import HwConfig
 from golden.dma import dma_address, dma_bytes, space_for
-from golden.engines.sdp_lut import LutConfig, lut_lookup, lut_lookup_fp
+from golden.engines.sdp_lut import lut_lookup, lut_lookup_fp
+from golden.lut import LutRegisters
 from golden.errors import UnsupportedError
 from golden.intr import unit_done_bits
 from golden.layout import CubeLayout, read_cube, write_cube
@@ -693,7 +694,7 @@ def run(ctx: OpContext) -> np.ndarray | None:
         if y.uses_lut:
             tables = ctx.lut.get("SDP", {})
             lookup = lut_lookup_fp if is_fp else lut_lookup
-            x, stats = lookup(x, LutConfig.from_view(sdp), tables.get("LE"), tables.get("LO"))
+            x, stats = lookup(x, LutRegisters.from_sdp_view(sdp), tables.get("LE"), tables.get("LO"))
             if perf.PERF_LUT_EN:
                 ctx.report("SDP", "D_PERF_LUT_UFLOW", stats.uflow)
                 ctx.report("SDP", "D_PERF_LUT_OFLOW", stats.oflow)

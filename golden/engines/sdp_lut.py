@@ -22,10 +22,8 @@ import numpy as np
 
 from golden import fp
 from golden.arith import rha, sat, sign_extend
-from golden.regs import RegView
+from golden.lut import LE_DEPTH, LO_DEPTH, LutRegisters
 
-LE_DEPTH = 65
-LO_DEPTH = 257
 #: Fraction bits of the interpolation weight (cmod ``yLutFracSize``).
 FRAC_BITS = 35
 #: The index computed by the idx stage is 9 bits unsigned and saturates (cmod ``yLutIndexSize``).
@@ -41,58 +39,6 @@ def signed_shift_sat32(v: np.ndarray, shift: np.ndarray) -> np.ndarray:
     # Anything of magnitude >= 2^32 saturates whatever the left shift, so clip before shifting.
     left = np.clip(v, -(1 << 33), 1 << 33) << np.clip(-shift, 0, 16)
     return sat(np.where(shift < 0, left, rha(v, np.maximum(shift, 0))), 32)
-
-
-@dataclass(frozen=True)
-class LutConfig:
-    """The single-copy ``S_LUT_*`` settings registers of SDP, decoded."""
-
-    le_function: int  # 0 exponent, 1 linear
-    uflow_priority: int  # 0 LE, 1 LO
-    oflow_priority: int
-    hybrid_priority: int
-    le_index_offset: int  # signed 8 bits
-    le_index_select: int  # signed 8 bits
-    lo_index_select: int  # signed 8 bits
-    le_start: int  # signed 32 bits
-    le_end: int
-    lo_start: int
-    lo_end: int
-    le_uflow_scale: int  # signed 16 bits
-    le_oflow_scale: int
-    le_uflow_shift: int  # signed 5 bits
-    le_oflow_shift: int
-    lo_uflow_scale: int
-    lo_oflow_scale: int
-    lo_uflow_shift: int
-    lo_oflow_shift: int
-
-    @classmethod
-    def from_view(cls, sdp: RegView) -> "LutConfig":
-        cfg, info = sdp.S_LUT_CFG, sdp.S_LUT_INFO
-        le_scale, le_shift = sdp.S_LUT_LE_SLOPE_SCALE, sdp.S_LUT_LE_SLOPE_SHIFT
-        lo_scale, lo_shift = sdp.S_LUT_LO_SLOPE_SCALE, sdp.S_LUT_LO_SLOPE_SHIFT
-        return cls(
-            le_function=cfg.LUT_LE_FUNCTION,
-            uflow_priority=cfg.LUT_UFLOW_PRIORITY,
-            oflow_priority=cfg.LUT_OFLOW_PRIORITY,
-            hybrid_priority=cfg.LUT_HYBRID_PRIORITY,
-            le_index_offset=info.signed("LUT_LE_INDEX_OFFSET"),
-            le_index_select=info.signed("LUT_LE_INDEX_SELECT"),
-            lo_index_select=info.signed("LUT_LO_INDEX_SELECT"),
-            le_start=sdp.S_LUT_LE_START.signed("LUT_LE_START"),
-            le_end=sdp.S_LUT_LE_END.signed("LUT_LE_END"),
-            lo_start=sdp.S_LUT_LO_START.signed("LUT_LO_START"),
-            lo_end=sdp.S_LUT_LO_END.signed("LUT_LO_END"),
-            le_uflow_scale=le_scale.signed("LUT_LE_SLOPE_UFLOW_SCALE"),
-            le_oflow_scale=le_scale.signed("LUT_LE_SLOPE_OFLOW_SCALE"),
-            le_uflow_shift=le_shift.signed("LUT_LE_SLOPE_UFLOW_SHIFT"),
-            le_oflow_shift=le_shift.signed("LUT_LE_SLOPE_OFLOW_SHIFT"),
-            lo_uflow_scale=lo_scale.signed("LUT_LO_SLOPE_UFLOW_SCALE"),
-            lo_oflow_scale=lo_scale.signed("LUT_LO_SLOPE_OFLOW_SCALE"),
-            lo_uflow_shift=lo_shift.signed("LUT_LO_SLOPE_UFLOW_SHIFT"),
-            lo_oflow_shift=lo_shift.signed("LUT_LO_SLOPE_OFLOW_SHIFT"),
-        )
 
 
 @dataclass(frozen=True)
@@ -180,7 +126,7 @@ def _table(raw: np.ndarray | None, depth: int) -> np.ndarray:
 
 
 def lut_lookup(
-    x: np.ndarray, cfg: LutConfig, le_table: np.ndarray | None, lo_table: np.ndarray | None
+    x: np.ndarray, cfg: LutRegisters, le_table: np.ndarray | None, lo_table: np.ndarray | None
 ) -> tuple[np.ndarray, LutStats]:
     """The LUT output for 32-bit inputs ``x`` (int64 array of any shape), and the lane counters."""
     x = np.asarray(x, dtype=np.int64)
@@ -225,13 +171,13 @@ def lut_lookup(
     )
     scale = np.where(
         use_lo,
-        np.where(oflow, cfg.lo_oflow_scale, cfg.lo_uflow_scale),
-        np.where(oflow, cfg.le_oflow_scale, cfg.le_uflow_scale),
+        np.where(oflow, cfg.lo_slope_oflow_scale, cfg.lo_slope_uflow_scale),
+        np.where(oflow, cfg.le_slope_oflow_scale, cfg.le_slope_uflow_scale),
     )
     shift = np.where(
         use_lo,
-        np.where(oflow, cfg.lo_oflow_shift, cfg.lo_uflow_shift),
-        np.where(oflow, cfg.le_oflow_shift, cfg.le_uflow_shift),
+        np.where(oflow, cfg.lo_slope_oflow_shift, cfg.lo_slope_uflow_shift),
+        np.where(oflow, cfg.le_slope_oflow_shift, cfg.le_slope_uflow_shift),
     )
     # x − (bias + P) is 34 bits, times a 16-bit scale: below 2^50.
     slope = signed_shift_sat32((x - (bias + point)) * scale, shift)
@@ -287,7 +233,7 @@ def linear_index_fp(x: np.ndarray, start: int, select: int, depth: int) -> Table
 
 
 def lut_lookup_fp(
-    x: np.ndarray, cfg: LutConfig, le_table: np.ndarray | None, lo_table: np.ndarray | None
+    x: np.ndarray, cfg: LutRegisters, le_table: np.ndarray | None, lo_table: np.ndarray | None
 ) -> tuple[np.ndarray, LutStats]:
     """The fp16-mode LUT output (fp32 bits) for fp32-bit inputs ``x``, and the lane counters.
 
@@ -325,8 +271,8 @@ def lut_lookup_fp(
     ) & 0xFFFFFFFF
     scale = np.where(
         use_lo,
-        np.where(oflow, cfg.lo_oflow_scale, cfg.lo_uflow_scale),
-        np.where(oflow, cfg.le_oflow_scale, cfg.le_uflow_scale),
+        np.where(oflow, cfg.lo_slope_oflow_scale, cfg.lo_slope_uflow_scale),
+        np.where(oflow, cfg.le_slope_oflow_scale, cfg.le_slope_uflow_scale),
     ) & 0xFFFF
     delta = fp.fp32_to_fp17(fp.fp32_sub(x, fp.fp32_add(point, bias)))
     flow_out = fp.fp17_add(fp.fp16_to_fp17(y0), fp.fp17_mul(delta, fp.fp16_to_fp17(scale)))
@@ -339,7 +285,7 @@ def lut_lookup_fp(
 FP17_ONE = 31 << 10
 
 
-def _choose(le: TableIndex, lo: TableIndex, cfg: LutConfig):
+def _choose(le: TableIndex, lo: TableIndex, cfg: LutRegisters):
     """Table choice of ``sdp_y_idx.cpp``: (use_lo, index, fraction, uflow, oflow) per lane."""
     both_u = le.uflow & lo.uflow
     both_o = le.oflow & lo.oflow

@@ -16,6 +16,7 @@ import numpy as np
 from compiler.hwparams import TensorOperand
 from golden.dla import Dla
 from golden.layout import read_cube, write_cube
+from golden.lut import LutRegisters
 from regressions.reference import cdp as ref_cdp
 from regressions.reference import conv as ref_conv
 from regressions.reference import pdp as ref_pdp
@@ -44,7 +45,7 @@ def _ref_x(st, cls, operands):
 
 
 def reference_sdp_params(prm, operands: dict[str, np.ndarray]) -> ref_sdp.SdpParams:
-    lut = ref_sdp.SdpLut(**dataclasses.asdict(prm.lut)) if prm.lut is not None else ref_sdp.SdpLut()
+    lut = prm.lut if prm.lut is not None else LutRegisters()
     return ref_sdp.SdpParams(x1=_ref_x(prm.x1, ref_sdp.SdpXParams, operands),
                              x2=_ref_x(prm.x2, ref_sdp.SdpXParams, operands),
                              y=_ref_x(prm.y, ref_sdp.SdpYParams, operands), lut=lut,
@@ -70,7 +71,7 @@ def reference(node, inputs: dict[str, np.ndarray], out_shape: tuple[int, int, in
     if node.op == "dla.cdp":
         p = node.attrs["cdp"]
         fields = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name != "lut"}
-        return ref_cdp.lrn(x, lut=ref_cdp.CdpLut(**dataclasses.asdict(p.lut)), **fields)
+        return ref_cdp.lrn(x, lut=p.lut, **fields)
     raise ValueError(f"no reference for {node.op}")
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from golden import Dla
 from golden.config import HwConfig
+from golden.lut import LutRegisters
 from regressions import programs_fp16
 from regressions.fuzz import serialize
 from regressions.fuzz.engines import _pad_operand, padded
@@ -30,7 +31,7 @@ FP16_CONFIGS = ("nv_full",)
 
 # The examples' classes, so saved failures are written and read back (serialize.TYPES is the registry).
 serialize.TYPES.update({cls.__name__: cls for cls in (
-    programs_fp16.SdpFp16Layer, ref.Fp16Params, ref.Fp16XParams, ref.Fp16YParams, ref.Fp16Lut)})
+    programs_fp16.SdpFp16Layer, ref.Fp16Params, ref.Fp16XParams, ref.Fp16YParams, LutRegisters)})
 
 
 def padded_params(params: ref.Fp16Params, atom: int) -> ref.Fp16Params:

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from golden.lut import LutRegisters
 from regressions import programs
 from regressions.fuzz.strategies.pdp import PdpExample, PdpSplit
-from regressions.reference import cdp as ref_cdp
 from regressions.reference import sdp as ref_sdp
 
 #: Every class an example may contain, by name.
@@ -24,10 +24,11 @@ TYPES: dict[str, type] = {
     for cls in (
         programs.PoolLayer, programs.LrnLayer, programs.SdpLayer, programs.ConvLayer,
         PdpExample, PdpSplit,
-        ref_sdp.SdpParams, ref_sdp.SdpXParams, ref_sdp.SdpYParams, ref_sdp.SdpOperandCvt, ref_sdp.SdpLut,
-        ref_cdp.CdpLut,
+        ref_sdp.SdpParams, ref_sdp.SdpXParams, ref_sdp.SdpYParams, ref_sdp.SdpOperandCvt, LutRegisters,
     )
 }
+#: Saved failures written before the LUT classes became ``LutRegisters`` (same fields) still read back.
+TYPES.update(SdpLut=LutRegisters, CdpLut=LutRegisters, CdpFp16Lut=LutRegisters)
 
 
 class SerializeError(ValueError):

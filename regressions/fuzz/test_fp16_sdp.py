@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from golden import get_config
+from golden.lut import LutRegisters
 from regressions.fuzz import fp16_sdp, serialize
 from regressions.fuzz.properties import PROPERTIES, Property, load
 from regressions.programs_fp16 import SdpFp16Layer
@@ -40,7 +41,7 @@ def test_properties_are_registered_and_loaded() -> None:
 
 def test_examples_round_trip_through_json() -> None:
     x = np.array([0x3C00, 0x7E00, 0x8000]).reshape(3, 1, 1)
-    lut = ref.Fp16Lut(le_start=0x3F800000, le_uflow_scale=0x3800)
+    lut = LutRegisters(le_start=0x3F800000, le_slope_uflow_scale=0x3800)
     params = ref.Fp16Params(
         x1=ref.Fp16XParams(bypass=False, alu_bypass=False, alu_operand=np.array([0x4000, 0, 1])),
         y=ref.Fp16YParams(bypass=False, mul_bypass=False, mul_operand=0x40000000, lut_bypass=False),

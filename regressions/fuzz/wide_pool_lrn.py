@@ -22,6 +22,7 @@ from hypothesis import reject
 from compiler.codegen.pack import unpack_feature
 from golden import Dla
 from golden.config import HwConfig
+from golden.lut import LutRegisters
 from regressions import programs, programs_wide
 from regressions.fuzz import serialize
 from regressions.fuzz.engines import apply_split, padded
@@ -39,7 +40,7 @@ from regressions.reference.arith import OutsideCmodDomain
 WIDE_CONFIGS = ("nv_full",)
 
 serialize.TYPES.update({cls.__name__: cls for cls in (
-    programs_wide.WidePoolLayer, programs_wide.WideLrnLayer, WidePdpExample, ref_cdp_fp16.CdpFp16Lut)})
+    programs_wide.WidePoolLayer, programs_wide.WideLrnLayer, WidePdpExample, LutRegisters)})
 
 #: (program, expected output bytes, padded reference output, expected status registers {name: value})
 Built = tuple[programs.Program, bytes, np.ndarray, dict[str, int]]

@@ -9,5 +9,7 @@ golden engines on small random configurations.
 Modules: ``arith`` (rounding/saturation helpers), ``conv`` (CDMA input
 conversion, CSC+CMAC+CACC direct convolution), ``sdp``, ``pdp``, ``cdp``.
 
-Nothing here imports the golden model, the runtime or the unit tests.
+Nothing here imports the golden model, the runtime or the unit tests, with one exception: the LUT
+parameter container ``golden.lut.LutRegisters``, which is data only (the lookup arithmetic is written
+here again), so sharing it cannot make the reference agree with a golden bug.
 """

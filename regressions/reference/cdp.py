@@ -18,10 +18,9 @@ reference raises :class:`OutsideCmodDomain` instead of guessing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Union
-
 import numpy as np
+
+from golden.lut import LE_DEPTH, LO_DEPTH, TABLE_LE, TABLE_LO, LutRegisters
 
 from .arith import (
     OutsideCmodDomain,
@@ -33,45 +32,8 @@ from .arith import (
     sign_extend,
 )
 
-TABLE_LE, TABLE_LO = 0, 1
-LE_DEPTH, LO_DEPTH = 65, 257
 INTERP_BITS = 56  # INTERP_INTERMIDIATE_BITS_INT8 in the cmod
 FRACTION_BITS = 16
-
-
-@dataclass(frozen=True)
-class CdpLut:
-    """CDP LUT tables and ``S_LUT_*`` settings as signed mathematical values.
-
-    * ``le_table`` 65 int16, ``lo_table`` 257 int16 (raw uint16 accepted too);
-    * ``le_function``: ``"exp"`` (0) or ``"linear"`` (1); LO is always linear;
-    * ``le_start``/``le_end``/``lo_start``/``lo_end``: 38-bit signed (LOW[31:0] + HIGH[5:0]);
-    * ``le_index_offset``: signed 8-bit; ``le_index_select``/``lo_index_select``: signed 6-bit;
-    * priorities: 0 = LE, 1 = LO;
-    * slope scales: signed 16-bit; slope shifts: signed 5-bit (negative = left shift).
-    """
-
-    le_table: tuple[int, ...] = (0,) * LE_DEPTH
-    lo_table: tuple[int, ...] = (0,) * LO_DEPTH
-    le_function: Union[str, int] = "exp"
-    le_start: int = 0
-    le_end: int = 0
-    lo_start: int = 0
-    lo_end: int = 0
-    le_index_offset: int = 0
-    le_index_select: int = 0
-    lo_index_select: int = 0
-    uflow_priority: int = TABLE_LE
-    oflow_priority: int = TABLE_LE
-    hybrid_priority: int = TABLE_LE
-    le_slope_uflow_scale: int = 0
-    le_slope_uflow_shift: int = 0
-    le_slope_oflow_scale: int = 0
-    le_slope_oflow_shift: int = 0
-    lo_slope_uflow_scale: int = 0
-    lo_slope_uflow_shift: int = 0
-    lo_slope_oflow_scale: int = 0
-    lo_slope_oflow_shift: int = 0
 
 
 def _int64(v: int, what: str) -> int:
@@ -96,7 +58,7 @@ def _table(values, depth: int, name: str) -> list[int]:
     return [sign_extend(check_range(name, int(v), -(1 << 15), (1 << 16) - 1), 16) for v in values]
 
 
-def _le_is_exp(lut: CdpLut) -> bool:
+def _le_is_exp(lut: LutRegisters) -> bool:
     if lut.le_function in ("exp", 0):
         return True
     if lut.le_function in ("linear", 1):
@@ -188,7 +150,7 @@ def _select16(name: str, v: int) -> int:
     return v
 
 
-def cdp_lut_lookup(s: int, lut: CdpLut, precision: str = "int8", start_bits: int = 38,
+def cdp_lut_lookup(s: int, lut: LutRegisters, precision: str = "int8", start_bits: int = 38,
                    lo_select_minus32: bool = True) -> int:
     """CDP LUT result (int16) for a square sum ``s`` (``lookup_lut_int8`` / ``lookup_lut``).
 
@@ -279,7 +241,7 @@ def lrn(
     normalz_len: int = 0,
     sqsum_bypass: bool = False,
     mul_bypass: bool = False,
-    lut: CdpLut,
+    lut: LutRegisters,
     datout_offset: int = 0,
     datout_scale: int = 1,
     datout_shifter: int = 0,

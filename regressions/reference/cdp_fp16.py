@@ -5,53 +5,23 @@ Rules: the nv_full cmod ``cmod/hls_wrapper/cdp_hls_wrapper.cpp`` (``HLS_CDP_look
 Fp16ToFp17 / Fp17ToFp16, the CVT registers unused) and ``cmod/cdp/NV_NVDLA_cdp.cpp`` (padding channels are
 fed +0, NaN inputs flushed to +0 with D_NAN_FLUSH_TO_ZERO). The cmod's float library is the exact-fraction
 emulation of ``regressions.reference.sdp_fp16``; the LUT index arithmetic the cmod does in C ``float`` is
-done here with exact fractions and an explicit IEEE single rounding. Nothing here imports the golden model.
+done here with exact fractions and an explicit IEEE single rounding. Nothing here imports the golden model but the
+LUT parameter container (``golden.lut``, data only).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Union
 
 import numpy as np
+
+from golden.lut import LE_DEPTH, LO_DEPTH, TABLE_LE, TABLE_LO, LutRegisters
 
 from .arith import check_range, check_signed
 from .sdp_fp16 import (
     F16, F17, F32, fields, fp16_to_fp17, fp16_to_fp32, fp17_to_fp32, fp32_to_fp17, fp_add, fp_mul, fp_sub,
     fraction_to_fp17, is_nan, narrow, pow2_bits,
 )
-
-LE_DEPTH, LO_DEPTH = 65, 257
-TABLE_LE, TABLE_LO = 0, 1
-
-
-@dataclass(frozen=True)
-class CdpFp16Lut:
-    """LUT tables (fp16 patterns) and ``S_LUT_*`` settings of the fp16 path.
-
-    * ``le_start``/``le_end``/``lo_start``/``lo_end``: fp32 bit patterns (the ``*_LOW`` registers);
-    * ``le_index_offset``: signed 8-bit; ``le_index_select``/``lo_index_select``: signed 8-bit;
-    * slope scales: fp16 bit patterns (the 16-bit register fields); priorities 0 = LE, 1 = LO.
-    """
-
-    le_table: tuple[int, ...] = (0,) * LE_DEPTH
-    lo_table: tuple[int, ...] = (0,) * LO_DEPTH
-    le_function: Union[str, int] = "exp"
-    le_start: int = 0
-    le_end: int = 0
-    lo_start: int = 0
-    lo_end: int = 0
-    le_index_offset: int = 0
-    le_index_select: int = 0
-    lo_index_select: int = 0
-    uflow_priority: int = TABLE_LE
-    oflow_priority: int = TABLE_LE
-    hybrid_priority: int = TABLE_LE
-    le_slope_uflow_scale: int = 0
-    le_slope_oflow_scale: int = 0
-    lo_slope_uflow_scale: int = 0
-    lo_slope_oflow_scale: int = 0
 
 
 def c_float(v: Fraction) -> Fraction | None:
@@ -130,7 +100,7 @@ def lut_lookup(s: int, table: tuple[int, ...], start: int, end: int, uflow_scale
     return "hit", value
 
 
-def _le_is_exp(lut: CdpFp16Lut) -> bool:
+def _le_is_exp(lut: LutRegisters) -> bool:
     if lut.le_function in ("exp", 0):
         return True
     if lut.le_function in ("linear", 1):
@@ -138,7 +108,7 @@ def _le_is_exp(lut: CdpFp16Lut) -> bool:
     raise ValueError(f"le_function={lut.le_function!r} must be 'exp'/0 or 'linear'/1")
 
 
-def cdp_fp16_lut(s: int, lut: CdpFp16Lut) -> int:
+def cdp_fp16_lut(s: int, lut: LutRegisters) -> int:
     """The chosen FP17 LUT result for fp32 square sum ``s`` (the int path's priority rules)."""
     if len(lut.le_table) != LE_DEPTH or len(lut.lo_table) != LO_DEPTH:
         raise ValueError(f"tables must have {LE_DEPTH}/{LO_DEPTH} entries")
@@ -162,7 +132,7 @@ def cdp_fp16_lut(s: int, lut: CdpFp16Lut) -> int:
 def lrn_fp16(
     x,
     *,
-    lut: CdpFp16Lut,
+    lut: LutRegisters,
     normalz_len: int = 0,
     sqsum_bypass: bool = False,
     mul_bypass: bool = False,

@@ -22,6 +22,8 @@ from typing import Union
 
 import numpy as np
 
+from golden.lut import LE_DEPTH, LO_DEPTH, TABLE_LE, TABLE_LO, LutRegisters
+
 from .arith import (
     OutsideCmodDomain,
     check_range,
@@ -35,8 +37,6 @@ from .arith import (
 Operand = Union[int, np.ndarray]
 
 ALU_MAX, ALU_MIN, ALU_SUM, ALU_EQL = 0, 1, 2, 3
-TABLE_LE, TABLE_LO = 0, 1
-LE_DEPTH, LO_DEPTH = 65, 257
 FRACTION_BITS = 35
 
 
@@ -98,41 +98,6 @@ class SdpYParams:
 
 
 @dataclass(frozen=True)
-class SdpLut:
-    """SDP LUT tables and ``S_LUT_*`` settings, as signed mathematical values.
-
-    * ``le_table``: 65 int16, ``lo_table``: 257 int16 (raw uint16 values are accepted too);
-    * ``le_function``: ``"exp"`` (0) or ``"linear"`` (1);
-    * ``le_start``/``le_end``/``lo_start``/``lo_end``: signed 32-bit;
-    * ``le_index_offset``, ``le_index_select``, ``lo_index_select``: signed 8-bit;
-    * priorities: 0 = LE, 1 = LO;
-    * slope scales: signed 16-bit; slope shifts: signed 5-bit (negative = left shift).
-    """
-
-    le_table: tuple[int, ...] = (0,) * LE_DEPTH
-    lo_table: tuple[int, ...] = (0,) * LO_DEPTH
-    le_function: Union[str, int] = "exp"
-    le_start: int = 0
-    le_end: int = 0
-    lo_start: int = 0
-    lo_end: int = 0
-    le_index_offset: int = 0
-    le_index_select: int = 0
-    lo_index_select: int = 0
-    uflow_priority: int = TABLE_LE
-    oflow_priority: int = TABLE_LE
-    hybrid_priority: int = TABLE_LE
-    le_slope_uflow_scale: int = 0
-    le_slope_uflow_shift: int = 0
-    le_slope_oflow_scale: int = 0
-    le_slope_oflow_shift: int = 0
-    lo_slope_uflow_scale: int = 0
-    lo_slope_uflow_shift: int = 0
-    lo_slope_oflow_scale: int = 0
-    lo_slope_oflow_shift: int = 0
-
-
-@dataclass(frozen=True)
 class SdpParams:
     """Everything the SDP int8 datapath needs; the defaults bypass every stage.
 
@@ -143,7 +108,7 @@ class SdpParams:
     x1: SdpXParams = field(default_factory=SdpXParams)
     x2: SdpXParams = field(default_factory=SdpXParams)
     y: SdpYParams = field(default_factory=SdpYParams)
-    lut: SdpLut = field(default_factory=SdpLut)
+    lut: LutRegisters = field(default_factory=LutRegisters)
     cvt_offset: int = 0
     cvt_scale: int = 1
     cvt_shift: int = 0
@@ -241,7 +206,7 @@ def _y_operand(operand: Operand, cvt: SdpOperandCvt, index, shape, name: str) ->
     return sat(rha((value - offset) * scale, truncate), 32)
 
 
-def sdp_y_stage(v: int, yp: SdpYParams, lut: SdpLut, index: tuple[int, int, int] = (0, 0, 0),
+def sdp_y_stage(v: int, yp: SdpYParams, lut: LutRegisters, index: tuple[int, int, int] = (0, 0, 0),
                 shape: tuple[int, ...] = (1, 1, 1)) -> int:
     """The Y (EW) stage on one 32-bit value: MUL, then ALU, then the LUT (``sdp_y_core.cpp``).
 
@@ -285,7 +250,7 @@ def sdp_y_stage(v: int, yp: SdpYParams, lut: SdpLut, index: tuple[int, int, int]
 # ----------------------------------------------------------------------------- LUT
 
 
-def _le_function_is_exp(lut: SdpLut) -> bool:
+def _le_function_is_exp(lut: LutRegisters) -> bool:
     if lut.le_function in ("exp", 0):
         return True
     if lut.le_function in ("linear", 1):
@@ -341,7 +306,7 @@ def _linear_index(x: int, start: int, select: int, table_id: int) -> tuple[str, 
     return "hit", index, _linear_fraction(u, select, table_id)
 
 
-def _le_index(x: int, lut: SdpLut) -> tuple[str, int, int]:
+def _le_index(x: int, lut: LutRegisters) -> tuple[str, int, int]:
     """LE table index in exponent or linear mode (``sdp_y_idx.cpp``)."""
     start = check_signed("le_start", lut.le_start, 32)
     offset = check_signed("le_index_offset", lut.le_index_offset, 8)
@@ -361,7 +326,7 @@ def _le_index(x: int, lut: SdpLut) -> tuple[str, int, int]:
     return "hit", index, fraction
 
 
-def lut_select(x: int, lut: SdpLut) -> tuple[int, str, int, int]:
+def lut_select(x: int, lut: LutRegisters) -> tuple[int, str, int, int]:
     """Index both tables and choose one: returns (table, state, index, fraction).
 
     ``table`` is TABLE_LE (0) or TABLE_LO (1).  Both underflow -> UFLOW_PRIORITY; both
@@ -400,7 +365,7 @@ def lut_lookup(x: int, lut) -> int:
       on underflow with a positive offset (offsets >= 32 are a C shift past the width in
       the cmod: OutsideCmodDomain).
 
-    ``lut`` is an :class:`SdpLut` (an :class:`SdpParams` is accepted and its ``lut`` used).
+    ``lut`` is an :class:`LutRegisters` (an :class:`SdpParams` is accepted and its ``lut`` used).
     """
     if isinstance(lut, SdpParams):
         lut = lut.lut

@@ -17,7 +17,7 @@ Operands follow the int reference (``regressions.reference.sdp``): a scalar is t
 array of length C a per-channel (PER_KERNEL) MEM operand, a (C, H, W) array a per-element operand. In X
 both sources are fp16 bits; in Y a scalar is the 32-bit fp32 REG word and an array holds fp16 bits.
 
-Nothing here imports the golden model.
+Nothing here imports the golden model but the LUT parameter container (``golden.lut``, data only).
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ from typing import Union
 
 import numpy as np
 
+from golden.lut import LE_DEPTH, LO_DEPTH, TABLE_LE, TABLE_LO, LutRegisters
+
 from .arith import check_range
 
 Operand = Union[int, np.ndarray]
 
 ALU_MAX, ALU_MIN, ALU_SUM, ALU_EQL = 0, 1, 2, 3
-TABLE_LE, TABLE_LO = 0, 1
-LE_DEPTH, LO_DEPTH = 65, 257
 FRACTION_BITS = 35
 
 
@@ -361,35 +361,11 @@ class Fp16YParams:
 
 
 @dataclass(frozen=True)
-class Fp16Lut:
-    """LUT in fp16 mode: tables of fp16 bits; START/END fp32 bits; slope scales fp16 bits; offset and
-    selects signed 8-bit; priorities 0 = LE, 1 = LO. Slope shifts are unused in fp16 mode."""
-
-    le_table: tuple[int, ...] = (0,) * LE_DEPTH
-    lo_table: tuple[int, ...] = (0,) * LO_DEPTH
-    le_function: str = "exp"
-    le_start: int = 0
-    le_end: int = 0
-    lo_start: int = 0
-    lo_end: int = 0
-    le_index_offset: int = 0
-    le_index_select: int = 0
-    lo_index_select: int = 0
-    uflow_priority: int = TABLE_LE
-    oflow_priority: int = TABLE_LE
-    hybrid_priority: int = TABLE_LE
-    le_uflow_scale: int = 0
-    le_oflow_scale: int = 0
-    lo_uflow_scale: int = 0
-    lo_oflow_scale: int = 0
-
-
-@dataclass(frozen=True)
 class Fp16Params:
     x1: Fp16XParams = field(default_factory=Fp16XParams)
     x2: Fp16XParams = field(default_factory=Fp16XParams)
     y: Fp16YParams = field(default_factory=Fp16YParams)
-    lut: Fp16Lut = field(default_factory=Fp16Lut)
+    lut: LutRegisters = field(default_factory=LutRegisters)
     nan_to_zero: bool = False
     out: str = "fp16"  # or "int16"
 
@@ -435,7 +411,7 @@ def _y_operand(operand: Operand, nan_to_zero: bool, index, shape) -> int:
     return fp16_to_fp32(_flush(_operand_at(operand, index, shape), nan_to_zero))
 
 
-def y_stage(v: int, yp: Fp16YParams, lut: Fp16Lut, nan_to_zero: bool, index=(0, 0, 0), shape=(1, 1, 1)) -> int:
+def y_stage(v: int, yp: Fp16YParams, lut: LutRegisters, nan_to_zero: bool, index=(0, 0, 0), shape=(1, 1, 1)) -> int:
     """Y: MUL (PReLU passes sign-0 data) then ALU, then the LUT."""
     if yp.bypass:
         return v
@@ -474,7 +450,7 @@ def _linear(x: int, start: int, select: int, depth: int) -> tuple[str, int, int]
     return "hit", whole, int((t - int(t)) * 2**FRACTION_BITS)
 
 
-def _exponent(x: int, lut: Fp16Lut) -> tuple[str, int, int]:
+def _exponent(x: int, lut: LutRegisters) -> tuple[str, int, int]:
     uflow, d = _offset(x, lut.le_start)
     if uflow:
         return "uflow", 0, 0
@@ -487,7 +463,7 @@ def _exponent(x: int, lut: Fp16Lut) -> tuple[str, int, int]:
     return "hit", index, m * 2 ** (FRACTION_BITS - 23)
 
 
-def lut_select(x: int, lut: Fp16Lut) -> tuple[int, str, int, int]:
+def lut_select(x: int, lut: LutRegisters) -> tuple[int, str, int, int]:
     """(table, state, index, fraction) with the int path's table choice rules."""
     le = _exponent(x, lut) if lut.le_function == "exp" else _linear(x, lut.le_start, lut.le_index_select, LE_DEPTH)
     lo = _linear(x, lut.lo_start, lut.lo_index_select, LO_DEPTH)
@@ -507,7 +483,7 @@ def pow2_bits(n: int) -> int:
     return round_to_format(0, Fraction(2) ** n, F32, denormals=True)
 
 
-def lut_lookup(x: int, lut: Fp16Lut) -> int:
+def lut_lookup(x: int, lut: LutRegisters) -> int:
     """The fp16-mode LUT (``sdp_y_inp.cpp`` fp branch) for fp32 bits x; returns fp32 bits.
 
     * Hit: FP17 weights (1 - f, exactly 1.0 when f = 0; and f) times the fp16 entries widened to FP17,
@@ -526,7 +502,7 @@ def lut_lookup(x: int, lut: Fp16Lut) -> int:
         return fp17_to_fp32(o)
     prefix = "lo" if table_id == TABLE_LO else "le"
     point = getattr(lut, f"{prefix}_start" if state == "uflow" else f"{prefix}_end") % 2**32
-    scale = getattr(lut, f"{prefix}_{state}_scale") % 2**16
+    scale = getattr(lut, f"{prefix}_slope_{state}_scale") % 2**16
     bias = 0
     if state == "uflow" and table_id == TABLE_LE and lut.le_function == "exp":
         bias = pow2_bits(lut.le_index_offset)
@@ -562,7 +538,7 @@ def sdp_fp16(x, p: Fp16Params, fp32_input: bool = False) -> np.ndarray:
 
 
 __all__ = [
-    "F16", "F17", "F32", "Fmt", "Fp16Lut", "Fp16Params", "Fp16XParams", "Fp16YParams",
+    "F16", "F17", "F32", "Fmt", "Fp16Params", "Fp16XParams", "Fp16YParams",
     "fp16_to_fp17", "fp16_to_fp32", "fp16_to_int16", "fp17_to_fp32", "fp32_to_fp16", "fp32_to_fp17",
     "fp_add", "fp_alu", "fp_max", "fp_min", "fp_mul", "fp_relu", "fp_sub", "fraction_to_fp17",
     "int_to_fp16", "lut_lookup", "lut_select", "narrow", "pow2_bits", "round_to_format", "sdp_fp16", "widen",

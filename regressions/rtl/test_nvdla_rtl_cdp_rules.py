@@ -24,6 +24,7 @@ import pytest
 
 from golden.config import get_config
 from golden.dla import Dla
+from golden.lut import LutRegisters
 from regressions.programs import LrnLayer, program_cdp
 from regressions.reference import cdp as ref_cdp
 from regressions.rtl.nvdla_rtl import CONFIG, SIM_WORKERS, SIMULATOR, nvdla_rtl_options
@@ -43,14 +44,14 @@ def _cases() -> dict[str, LrnLayer]:
     ramp = np.arange(-128, 128, dtype=np.int64).reshape(8, 32, 1)
     # The found case's shape: SQSUM and MUL bypassed; LE linear from -435; LO START 0x4_072d8f77, whose low 22
     # bits are negative: the RTL sees every S above it (LO overflows), the cmod below it (LO underflows).
-    lut = ref_cdp.CdpLut(**tables, le_function="linear", le_start=-435, le_end=169, lo_start=0x4072D8F77, lo_end=216,
+    lut = LutRegisters(**tables, le_function="linear", le_start=-435, le_end=169, lo_start=0x4072D8F77, lo_end=216,
                          le_index_select=3, lo_index_select=1, uflow_priority=1, hybrid_priority=1,
                          le_slope_oflow_scale=-381, le_slope_oflow_shift=19, lo_slope_oflow_scale=317,
                          lo_slope_oflow_shift=5, lo_slope_uflow_scale=-4795, lo_slope_uflow_shift=9)
     bypass = LrnLayer(ramp, lut, datin_scale=2, sqsum_bypass=True, mul_bypass=True, datout_shifter=5)
     # Square sums with an LE START of 0xf04dcf (low 22 bits negative) in linear and exponent mode.
     x = rng.integers(-128, 128, (8, 3, 3))
-    lut2 = ref_cdp.CdpLut(**tables, le_function="linear", le_start=0xF04DCF, le_end=0xF04DCF + 4096, lo_start=62,
+    lut2 = LutRegisters(**tables, le_function="linear", le_start=0xF04DCF, le_end=0xF04DCF + 4096, lo_start=62,
                           lo_end=1125, le_index_select=6, lo_index_select=2, oflow_priority=1,
                           le_slope_uflow_scale=-710, le_slope_uflow_shift=10, lo_slope_uflow_scale=3)
     squares = LrnLayer(x, lut2, datin_offset=-49, datin_scale=-283, datin_shifter=12, normalz_len=1,

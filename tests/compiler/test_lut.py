@@ -8,22 +8,23 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.hwparams import ALU_SUM, CdpParams, Lut, SdpParams, XStage, YStage
+from compiler.hwparams import ALU_SUM, CdpParams, SdpParams, XStage, YStage
 from compiler.lut import LRN_INPUT_GAIN, design_lrn, lrn_params, sdp_activation
 from golden.config import PRESETS, get_config
 from golden.dla import Dla
 from golden.engines import cdp as gcdp
 from golden.engines.sdp import OutCvt
 from golden.engines.sdp import output_cvt as sdp_output_cvt
-from golden.engines.sdp_lut import LutConfig, lut_lookup
+from golden.engines.sdp_lut import lut_lookup
 from golden.errors import UnsupportedError
+from golden.lut import LutRegisters
 from regressions.programs import LrnLayer, SdpLayer, program_cdp, program_sdp, unpack_feature
 from regressions.reference import cdp as rcdp
 from regressions.reference import sdp as rsdp
@@ -224,17 +225,13 @@ def test_lrn_program_fields():
     assert 0 < p.datout_scale <= 32767 and 0 <= p.datout_shifter <= 63
 
 
-def ref_cdp_lut(lut: Lut) -> rcdp.CdpLut:
-    return rcdp.CdpLut(**{f.name: getattr(lut, f.name) for f in fields(lut)})
-
-
 @pytest.mark.reference
 @pytest.mark.parametrize("case", [LRN_CASES[0], LRN_CASES[5], lrn_case(5, 1.0, 0.75, 1.0, 64.0, 1.0)])
 def test_lrn_reference_gives_golden_bytes(case):
     p = design_lrn(*case).params
     q = lrn_inputs(np.random.default_rng(3), c=12, h=4, w=3)
     kw = {f.name: getattr(p, f.name) for f in fields(p) if f.name != "lut"}
-    expected = rcdp.lrn(q, lut=ref_cdp_lut(p.lut), **kw)
+    expected = rcdp.lrn(q, lut=p.lut, **kw)
     np.testing.assert_array_equal(run_cdp("nv_small", q, p), expected)
 
 
@@ -246,16 +243,7 @@ def sdp_lut_model(fn: str, in_scale: float, out_scale: float, v: np.ndarray) -> 
     """The golden SDP LUT and output CVT (engine functions) applied to int32 values v."""
     y, lut, off, scale, shift = sdp_activation(fn, in_scale, out_scale)
     assert not y.bypass and not y.lut_bypass and y.alu_bypass and y.mul_bypass
-    cfg = LutConfig(
-        le_function=0 if lut.le_function == "exp" else 1, uflow_priority=lut.uflow_priority,
-        oflow_priority=lut.oflow_priority, hybrid_priority=lut.hybrid_priority,
-        le_index_offset=lut.le_index_offset, le_index_select=lut.le_index_select,
-        lo_index_select=lut.lo_index_select, le_start=lut.le_start, le_end=lut.le_end, lo_start=lut.lo_start,
-        lo_end=lut.lo_end, le_uflow_scale=lut.le_slope_uflow_scale, le_oflow_scale=lut.le_slope_oflow_scale,
-        le_uflow_shift=lut.le_slope_uflow_shift, le_oflow_shift=lut.le_slope_oflow_shift,
-        lo_uflow_scale=lut.lo_slope_uflow_scale, lo_oflow_scale=lut.lo_slope_oflow_scale,
-        lo_uflow_shift=lut.lo_slope_uflow_shift, lo_oflow_shift=lut.lo_slope_oflow_shift,
-    )
+    cfg = replace(lut, le_function=0 if lut.le_function == "exp" else 1)  # golden reads the register value
     out, _ = lut_lookup(v, cfg, np.array(lut.le_table), np.array(lut.lo_table))
     q, _ = sdp_output_cvt(out, OutCvt(offset=off, scale=scale, shift=shift))
     return q
@@ -337,7 +325,7 @@ def test_activation_rejects_unknown():
     with pytest.raises(ValueError):
         sdp_activation("tanh", 0.0, 0.1)
     y, lut, off, scale, shift = sdp_activation("sigmoid", 1e-4, 1 / 127)
-    assert isinstance(y, YStage) and isinstance(lut, Lut)
+    assert isinstance(y, YStage) and isinstance(lut, LutRegisters)
     assert off == 0 and 0 < scale <= 32767 and 0 <= shift <= 63
     assert all(-32768 <= v <= 32767 for v in lut.lo_table)
 
@@ -349,7 +337,7 @@ def ref_sdp_params(p: SdpParams) -> rsdp.SdpParams:
     y = conv(p.y, rsdp.SdpYParams, alu_cvt=conv(p.y.alu_cvt, rsdp.SdpOperandCvt),
              mul_cvt=conv(p.y.mul_cvt, rsdp.SdpOperandCvt))
     return rsdp.SdpParams(x1=conv(p.x1, rsdp.SdpXParams), x2=conv(p.x2, rsdp.SdpXParams), y=y,
-                          lut=conv(p.lut, rsdp.SdpLut), cvt_offset=p.cvt_offset, cvt_scale=p.cvt_scale,
+                          lut=p.lut, cvt_offset=p.cvt_offset, cvt_scale=p.cvt_scale,
                           cvt_shift=p.cvt_shift)
 
 

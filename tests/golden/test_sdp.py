@@ -10,9 +10,10 @@ from golden.config import NV_SMALL, NV_SMALL_256_FULL, HwConfig
 from golden.engines import ENGINES, OpContext
 from golden.engines import sdp as sdp_engine
 from golden.arith import rha
-from golden.engines.sdp_lut import LutConfig, lut_lookup
+from golden.engines.sdp_lut import lut_lookup
 from golden.errors import ConfigError, UnsupportedError
 from golden.layout import CubeLayout, read_cube, write_cube
+from golden.lut import LutRegisters
 from golden.memory import Memory
 from golden.regs import UNITS, RegView
 
@@ -95,7 +96,7 @@ def ref_table_index(x: int, start: int, exponent: bool, offset: int, select: int
     return q, frac, False, False
 
 
-def ref_lut(x: int, c: LutConfig, le: list[int], lo: list[int]) -> int:
+def ref_lut(x: int, c: LutRegisters, le: list[int], lo: list[int]) -> int:
     li = ref_table_index(x, c.le_start, c.le_function == 0, c.le_index_offset, c.le_index_select, 65)
     oi = ref_table_index(x, c.lo_start, False, 0, c.lo_index_select, 257)
     le_hit, lo_hit = not (li[2] or li[3]), not (oi[2] or oi[3])
@@ -112,10 +113,10 @@ def ref_lut(x: int, c: LutConfig, le: list[int], lo: list[int]) -> int:
     if not (uflow or oflow):
         return ref_sat(ref_rha(table[idx] * ((1 << 35) - frac) + table[idx + 1] * frac, 35), 32)
     if use_lo:
-        point, scale, shift = (c.lo_end, c.lo_oflow_scale, c.lo_oflow_shift) if oflow else (c.lo_start, c.lo_uflow_scale, c.lo_uflow_shift)
+        point, scale, shift = (c.lo_end, c.lo_slope_oflow_scale, c.lo_slope_oflow_shift) if oflow else (c.lo_start, c.lo_slope_uflow_scale, c.lo_slope_uflow_shift)
         bias = 0
     else:
-        point, scale, shift = (c.le_end, c.le_oflow_scale, c.le_oflow_shift) if oflow else (c.le_start, c.le_uflow_scale, c.le_uflow_shift)
+        point, scale, shift = (c.le_end, c.le_slope_oflow_scale, c.le_slope_oflow_shift) if oflow else (c.le_start, c.le_slope_uflow_scale, c.le_slope_uflow_shift)
         bias = (1 << c.le_index_offset) if (uflow and c.le_function == 0 and 0 < c.le_index_offset < 32) else 0
     v = (x - (bias + point)) * scale
     slope = ref_sat(v << -shift if shift < 0 else ref_rha(v, shift), 32)
@@ -176,7 +177,7 @@ def ew_regs(*, alu: str | None = None, alu_src: int = 0, alu_op: int = 0, alu_cv
     return regs
 
 
-def lut_regs(c: LutConfig) -> dict[str, dict]:
+def lut_regs(c: LutRegisters) -> dict[str, dict]:
     return {
         "S_LUT_CFG": {"LUT_LE_FUNCTION": c.le_function, "LUT_UFLOW_PRIORITY": c.uflow_priority,
                       "LUT_OFLOW_PRIORITY": c.oflow_priority, "LUT_HYBRID_PRIORITY": c.hybrid_priority},
@@ -184,20 +185,20 @@ def lut_regs(c: LutConfig) -> dict[str, dict]:
                        "LUT_LO_INDEX_SELECT": c.lo_index_select},
         "S_LUT_LE_START": {"LUT_LE_START": c.le_start}, "S_LUT_LE_END": {"LUT_LE_END": c.le_end},
         "S_LUT_LO_START": {"LUT_LO_START": c.lo_start}, "S_LUT_LO_END": {"LUT_LO_END": c.lo_end},
-        "S_LUT_LE_SLOPE_SCALE": {"LUT_LE_SLOPE_UFLOW_SCALE": c.le_uflow_scale, "LUT_LE_SLOPE_OFLOW_SCALE": c.le_oflow_scale},
-        "S_LUT_LE_SLOPE_SHIFT": {"LUT_LE_SLOPE_UFLOW_SHIFT": c.le_uflow_shift, "LUT_LE_SLOPE_OFLOW_SHIFT": c.le_oflow_shift},
-        "S_LUT_LO_SLOPE_SCALE": {"LUT_LO_SLOPE_UFLOW_SCALE": c.lo_uflow_scale, "LUT_LO_SLOPE_OFLOW_SCALE": c.lo_oflow_scale},
-        "S_LUT_LO_SLOPE_SHIFT": {"LUT_LO_SLOPE_UFLOW_SHIFT": c.lo_uflow_shift, "LUT_LO_SLOPE_OFLOW_SHIFT": c.lo_oflow_shift},
+        "S_LUT_LE_SLOPE_SCALE": {"LUT_LE_SLOPE_UFLOW_SCALE": c.le_slope_uflow_scale, "LUT_LE_SLOPE_OFLOW_SCALE": c.le_slope_oflow_scale},
+        "S_LUT_LE_SLOPE_SHIFT": {"LUT_LE_SLOPE_UFLOW_SHIFT": c.le_slope_uflow_shift, "LUT_LE_SLOPE_OFLOW_SHIFT": c.le_slope_oflow_shift},
+        "S_LUT_LO_SLOPE_SCALE": {"LUT_LO_SLOPE_UFLOW_SCALE": c.lo_slope_uflow_scale, "LUT_LO_SLOPE_OFLOW_SCALE": c.lo_slope_oflow_scale},
+        "S_LUT_LO_SLOPE_SHIFT": {"LUT_LO_SLOPE_UFLOW_SHIFT": c.lo_slope_uflow_shift, "LUT_LO_SLOPE_OFLOW_SHIFT": c.lo_slope_oflow_shift},
     }
 
 
-def lut_config(**kw: int) -> LutConfig:
+def lut_config(**kw: int) -> LutRegisters:
     base = dict(le_function=1, uflow_priority=0, oflow_priority=0, hybrid_priority=0, le_index_offset=0,
                 le_index_select=0, lo_index_select=0, le_start=0, le_end=0, lo_start=0, lo_end=0,
-                le_uflow_scale=0, le_oflow_scale=0, le_uflow_shift=0, le_oflow_shift=0,
-                lo_uflow_scale=0, lo_oflow_scale=0, lo_uflow_shift=0, lo_oflow_shift=0)
+                le_slope_uflow_scale=0, le_slope_oflow_scale=0, le_slope_uflow_shift=0, le_slope_oflow_shift=0,
+                lo_slope_uflow_scale=0, lo_slope_oflow_scale=0, lo_slope_uflow_shift=0, lo_slope_oflow_shift=0)
     base.update(kw)
-    return LutConfig(**base)
+    return LutRegisters(**base)
 
 
 @dataclass
@@ -527,7 +528,7 @@ LE_T = [10 * i for i in range(65)]
 LO_T = [-3 * i for i in range(257)]
 
 
-def lookup(x: list[int], cfg: LutConfig) -> list[int]:
+def lookup(x: list[int], cfg: LutRegisters) -> list[int]:
     out, _ = lut_lookup(np.array(x), cfg, np.array(LE_T) & 0xFFFF, np.array(LO_T) & 0xFFFF)
     return out.tolist()
 
@@ -546,13 +547,13 @@ def test_lut_exponent_hit_interpolates() -> None:
 
 def test_lut_exponent_underflow_uses_bias() -> None:
     # offset 2: x - start < 4 underflows; the slope is applied to x − (2^2 + start).
-    cfg = lut_config(le_function=0, le_index_offset=2, le_start=0, le_uflow_scale=3, le_uflow_shift=1, lo_start=1000)
+    cfg = lut_config(le_function=0, le_index_offset=2, le_start=0, le_slope_uflow_scale=3, le_slope_uflow_shift=1, lo_start=1000)
     # x=-3: (−3 − 4)·3 = −21 -> rha(−21, 1) = −11 ; x=2 (log2 1 < 2): (2−4)·3 = −6 -> −3
     assert lookup([-3, 2], cfg) == [-11, -3]
 
 
 def test_lut_overflow_extrapolates_from_last_entry() -> None:
-    cfg = lut_config(le_index_select=0, le_end=100, le_oflow_scale=-5, le_oflow_shift=-2, lo_start=1000)
+    cfg = lut_config(le_index_select=0, le_end=100, le_slope_oflow_scale=-5, le_slope_oflow_shift=-2, lo_start=1000)
     # x=200: index 200 >= 64 -> LE[64] = 640, slope (200 − 100)·(−5) << 2 = −2000
     assert lookup([200], cfg) == [640 - 2000]
 
@@ -567,23 +568,23 @@ def test_lut_negative_select_shifts_left_and_saturates_index() -> None:
     "x, cfg, expected",
     [
         # both underflow -> UFLOW_PRIORITY picks LO: LO[0] + (x − lo_start)·1
-        (-5, lut_config(le_start=0, lo_start=0, uflow_priority=1, lo_uflow_scale=1, le_uflow_scale=2), -5),
-        (-5, lut_config(le_start=0, lo_start=0, uflow_priority=0, lo_uflow_scale=1, le_uflow_scale=2), -10),
+        (-5, lut_config(le_start=0, lo_start=0, uflow_priority=1, lo_slope_uflow_scale=1, le_slope_uflow_scale=2), -5),
+        (-5, lut_config(le_start=0, lo_start=0, uflow_priority=0, lo_slope_uflow_scale=1, le_slope_uflow_scale=2), -10),
         # both overflow -> OFLOW_PRIORITY
-        (10**6, lut_config(le_end=10**6 - 1, lo_end=10**6 - 2, oflow_priority=1, lo_oflow_scale=1), -768 + 2),
-        (10**6, lut_config(le_end=10**6 - 1, lo_end=10**6 - 2, oflow_priority=0, le_oflow_scale=1), 640 + 1),
+        (10**6, lut_config(le_end=10**6 - 1, lo_end=10**6 - 2, oflow_priority=1, lo_slope_oflow_scale=1), -768 + 2),
+        (10**6, lut_config(le_end=10**6 - 1, lo_end=10**6 - 2, oflow_priority=0, le_slope_oflow_scale=1), 640 + 1),
         # both hit -> HYBRID_PRIORITY
         (3, lut_config(hybrid_priority=1), -9),
         (3, lut_config(hybrid_priority=0), 30),
         # LE underflows while LO overflows -> HYBRID_PRIORITY, flags of the chosen table
-        (300, lut_config(le_start=400, lo_start=0, hybrid_priority=0, le_uflow_scale=1), -100),
-        (300, lut_config(le_start=400, lo_start=0, hybrid_priority=1, lo_oflow_scale=1, lo_end=299), -768 + 1),
+        (300, lut_config(le_start=400, lo_start=0, hybrid_priority=0, le_slope_uflow_scale=1), -100),
+        (300, lut_config(le_start=400, lo_start=0, hybrid_priority=1, lo_slope_oflow_scale=1, lo_end=299), -768 + 1),
         # only one table hits -> that table, whatever the priorities
         (3, lut_config(le_start=5, uflow_priority=0, hybrid_priority=0), -9),
         (3, lut_config(lo_start=5, uflow_priority=1, hybrid_priority=1), 30),
     ],
 )
-def test_lut_priority_rules(x: int, cfg: LutConfig, expected: int) -> None:
+def test_lut_priority_rules(x: int, cfg: LutRegisters, expected: int) -> None:
     assert lookup([x], cfg) == [expected] == [ref_lut(x, cfg, LE_T, LO_T)]
 
 
@@ -606,10 +607,10 @@ def test_lut_matches_reference_on_random_configs(seed: int) -> None:
         hybrid_priority=int(rng.integers(0, 2)), le_index_offset=int(rng.integers(-40, 40)),
         le_index_select=int(rng.integers(-8, 40)), lo_index_select=int(rng.integers(-8, 40)),
         le_start=start if seed % 2 else s32(), le_end=s32(), lo_start=start + int(rng.integers(0, 2**16)), lo_end=s32(),
-        le_uflow_scale=int(rng.integers(-32768, 32768)), le_oflow_scale=int(rng.integers(-32768, 32768)),
-        le_uflow_shift=int(rng.integers(-16, 16)), le_oflow_shift=int(rng.integers(-16, 16)),
-        lo_uflow_scale=int(rng.integers(-32768, 32768)), lo_oflow_scale=int(rng.integers(-32768, 32768)),
-        lo_uflow_shift=int(rng.integers(-16, 16)), lo_oflow_shift=int(rng.integers(-16, 16)),
+        le_slope_uflow_scale=int(rng.integers(-32768, 32768)), le_slope_oflow_scale=int(rng.integers(-32768, 32768)),
+        le_slope_uflow_shift=int(rng.integers(-16, 16)), le_slope_oflow_shift=int(rng.integers(-16, 16)),
+        lo_slope_uflow_scale=int(rng.integers(-32768, 32768)), lo_slope_oflow_scale=int(rng.integers(-32768, 32768)),
+        lo_slope_uflow_shift=int(rng.integers(-16, 16)), lo_slope_oflow_shift=int(rng.integers(-16, 16)),
     )
     x = np.concatenate([rng.integers(-2**31, 2**31, size=200), start + rng.integers(-2**10, 2**24, size=200)])
     x = np.clip(x, -2**31, 2**31 - 1)
@@ -618,7 +619,7 @@ def test_lut_matches_reference_on_random_configs(seed: int) -> None:
 
 
 def test_lut_through_the_engine() -> None:
-    cfg = lut_config(le_index_select=2, lo_start=1000, le_uflow_scale=1)
+    cfg = lut_config(le_index_select=2, lo_start=1000, le_slope_uflow_scale=1)
     op = SdpOp(8, 1, 2, hw=NV_SMALL_256_FULL, sdp={**ew_regs(lut=True), **lut_regs(cfg)},
                lut={"LE": np.array(LE_T) & 0xFFFF, "LO": np.array(LO_T) & 0xFFFF})
     x = np.arange(16).reshape(8, 1, 2) - 4

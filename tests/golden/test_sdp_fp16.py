@@ -14,6 +14,7 @@ from golden.config import NV_FULL, NV_SMALL
 from golden.engines import OpContext
 from golden.engines import sdp as sdp_engine
 from golden.errors import ConfigError, UnsupportedError
+from golden.lut import LutRegisters
 from regressions import programs_fp16 as P
 from regressions.fuzz.fp16_sdp import reference_output
 from regressions.reference import sdp_fp16 as ref
@@ -139,13 +140,13 @@ def test_y_mul_saturates_instead_of_overflowing() -> None:
     assert status(dla, "SDP", "D_PERF_OUT_SATURATION") == 2
 
 
-def _linear_lut(**kw) -> ref.Fp16Lut:
+def _linear_lut(**kw) -> LutRegisters:
     """LO: entry i = i (fp16), start 0, select 0: a hit interpolates back to x for 0 < x < 256."""
     lo = tuple(int(v) for v in f16(np.arange(257)))
     base = dict(lo_table=lo, le_table=(0,) * 65, le_function="linear", le_start=0x7F7FFFFF, lo_start=0,
                 le_index_select=0, lo_index_select=0, uflow_priority=1, oflow_priority=1, hybrid_priority=1)
     base.update(kw)
-    return ref.Fp16Lut(**base)
+    return LutRegisters(**base)
 
 
 def test_lut_linear_hit_interpolates_in_fp17() -> None:
@@ -160,7 +161,7 @@ def test_lut_linear_hit_interpolates_in_fp17() -> None:
 
 def test_lut_underflow_and_overflow_extrapolate_with_fp16_slopes() -> None:
     x = cube(f16([-2.0, 300.0]), 2)
-    lut = _linear_lut(lo_end=0x43800000, lo_uflow_scale=int(f16(0.5)), lo_oflow_scale=int(f16(2.0)))
+    lut = _linear_lut(lo_end=0x43800000, lo_slope_uflow_scale=int(f16(0.5)), lo_slope_oflow_scale=int(f16(2.0)))
     y = ref.Fp16YParams(bypass=False, lut_bypass=False)
     out, dla = run(P.SdpFp16Layer(x, ref.Fp16Params(y=y, lut=lut)))
     # uflow: LO[0] + (x - start)·0.5 = -1; oflow: LO[256] + (x - 256)·2 = 344.
@@ -172,7 +173,7 @@ def test_lut_exponent_mode_indexes_by_the_exponent_and_adds_the_fp_bias() -> Non
     # LE exponent: start 0, offset -2: x in [2^k, 2^(k+1)) -> index k + 2; entry i = i.
     le = tuple(int(v) for v in f16(np.arange(65)))
     lut = _linear_lut(le_function="exp", le_table=le, le_start=0, le_index_offset=-2, lo_start=0x7F7FFFFF,
-                      uflow_priority=0, hybrid_priority=0, le_uflow_scale=int(f16(1.0)))
+                      uflow_priority=0, hybrid_priority=0, le_slope_uflow_scale=int(f16(1.0)))
     y = ref.Fp16YParams(bypass=False, lut_bypass=False)
     x = cube(f16([1.0, 1.5, 4.0, 0.125]), 4)
     out, _ = run(P.SdpFp16Layer(x, ref.Fp16Params(y=y, lut=lut)))
@@ -198,7 +199,7 @@ def test_random_layers_equal_the_fp16_reference(seed: int) -> None:
     x2 = ref.Fp16XParams(bypass=False, alu_bypass=False, alu_operand=int(vals(1)[0]))
     lut = _linear_lut(lo_index_select=-4, le_function="exp", le_start=int(fp.bits_of_f32(-8.0)),
                       le_table=tuple(int(v) for v in vals(65)), le_index_offset=-3, hybrid_priority=seed % 2,
-                      lo_uflow_scale=int(f16(0.5)), lo_oflow_scale=int(f16(-0.25)), le_oflow_scale=int(f16(1.5)))
+                      lo_slope_uflow_scale=int(f16(0.5)), lo_slope_oflow_scale=int(f16(-0.25)), le_slope_oflow_scale=int(f16(1.5)))
     y = ref.Fp16YParams(bypass=False, mul_bypass=False, mul_operand=vals(shape), alu_bypass=False,
                         alu_algo=seed % 3, alu_operand=int(fp.bits_of_f32(0.75)), lut_bypass=seed == 3)
     params = ref.Fp16Params(x1=x1, x2=x2, y=y, lut=lut, nan_to_zero=seed == 1, out="int16" if seed == 2 else "fp16")

@@ -14,9 +14,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 from golden.config import NV_SMALL
 from golden.crc import crc32_zeros
+from golden.lut import LutRegisters
 from loadable.format import encode_loadable
 from regressions.programs import LrnLayer, program_cdp
-from regressions.reference.cdp import CdpLut
 from runtime.nvdla import fbs
 from tests.childrun import Child, run_dla
 from tests.runtime.test_executor import pool_loadable
@@ -209,7 +209,7 @@ def test_bad_max_memory_is_a_usage_error():
 
 def test_registers_declaring_an_8192_cubed_cube(tmp_path):
     """A CDP program whose registers declare an 8192x8192x8192 cube: refused at the write that starts it."""
-    program = program_cdp(NV_SMALL, LrnLayer(np.zeros((8, 4, 4), dtype=np.int8), CdpLut()))
+    program = program_cdp(NV_SMALL, LrnLayer(np.zeros((8, 4, 4), dtype=np.int8), LutRegisters()))
     cfg = program.write_trace(tmp_path / "nv_small" / "cube", "cube", 0)
     lines = [re.sub(r"(D_DATA_CUBE_(WIDTH|HEIGHT|CHANNEL)_0, )0x[0-9a-f]+", r"\g<1>0x1fff", ln) for ln in
              cfg.read_text().splitlines()]

@@ -10,10 +10,10 @@ from compiler.hwparams import SdpParams, XStage
 from golden import Dla, get_config
 from golden.dla import OP_OBSERVERS
 from golden.engines import load_engines
+from golden.lut import LutRegisters
 from regressions import programs
 from regressions.coverage import functional
 from regressions.coverage.functional import Coverage
-from regressions.reference.cdp import CdpLut
 
 HW = get_config("nv_small")
 ATOM = HW.atom_elements()
@@ -142,10 +142,10 @@ def test_conv_bins_and_the_chain(cov):
 
 def test_cdp_lut_paths_are_the_nonzero_perf_counters(cov):
     rng = np.random.default_rng(2)
-    lut = CdpLut(le_table=tuple(int(v) for v in rng.integers(-32768, 32768, 65)),
-                 lo_table=tuple(int(v) for v in rng.integers(-32768, 32768, 257)),
-                 le_function="linear", le_start=200, le_end=4000, le_index_select=6,
-                 lo_start=0, lo_end=20000, lo_index_select=7)
+    lut = LutRegisters(le_table=tuple(int(v) for v in rng.integers(-32768, 32768, 65)),
+                       lo_table=tuple(int(v) for v in rng.integers(-32768, 32768, 257)),
+                       le_function="linear", le_start=200, le_end=4000, le_index_select=6,
+                       lo_start=0, lo_end=20000, lo_index_select=7)
     dla = Dla(HW)
     programs.program_cdp(HW, programs.LrnLayer(cube(16, 4, 4), lut, normalz_len=1)).run(dla)
     cdp = counts(cov, "CDP")

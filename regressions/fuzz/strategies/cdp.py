@@ -10,6 +10,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from golden.config import HwConfig
+from golden.lut import LutRegisters
 from regressions import programs
 from regressions.fuzz.strategies import (
     lut_index_and_slopes,
@@ -43,7 +44,7 @@ def _edge_bits(hw: HwConfig | None, table: str, edge: str) -> int:
 
 
 def lut(draw, hw: HwConfig | None, sum_bits: int, signed_sum: bool,
-        select_range: tuple[int, int] | None = None) -> ref_cdp.CdpLut:
+        select_range: tuple[int, int] | None = None) -> LutRegisters:
     """Tables and ``S_LUT_*`` settings, usually spanning the ``sum_bits``-bit range of the square sum
     (the input itself with SQSUM_BYPASS, then signed) so lookups hit, underflow and overflow alike.
     ``select_range``: the index selects' legal range (default: int8's 6-bit signed shift)."""
@@ -65,7 +66,7 @@ def lut(draw, hw: HwConfig | None, sum_bits: int, signed_sum: bool,
         centre = sum_bits + 1 - depth_bits
         return f("S_LUT_INFO", f"LUT_{table}_INDEX_SELECT", (centre - 2, centre + 2), lo=select_lo, hi=select_hi)
 
-    return ref_cdp.CdpLut(
+    return LutRegisters(
         le_table=tuple(int(v) for v in tables[: ref_cdp.LE_DEPTH]),
         lo_table=tuple(int(v) for v in tables[ref_cdp.LE_DEPTH :]),
         le_function="exp" if le_exp else "linear",

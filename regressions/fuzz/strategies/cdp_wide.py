@@ -14,6 +14,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from golden.config import HwConfig
+from golden.lut import LutRegisters
 from regressions.fuzz.strategies import (
     SEED_BITS, bypassed, channels, field_ints, field_range, ints, rescale_shift, signed_bits, values,
 )
@@ -34,7 +35,7 @@ def _f32(value: float) -> int:
     return int(np.float32(value).view(np.uint32))
 
 
-def _fp16_lut(draw, scale_exp: int) -> ref_fp16.CdpFp16Lut:
+def _fp16_lut(draw, scale_exp: int) -> LutRegisters:
     """An fp16 LUT whose tables usually cover square sums around 2^``scale_exp``."""
     seed = draw(st.integers(0, (1 << SEED_BITS) - 1))
     rng = np.random.default_rng(seed)
@@ -59,7 +60,7 @@ def _fp16_lut(draw, scale_exp: int) -> ref_fp16.CdpFp16Lut:
             else draw(st.integers(0, 0xFFFF))
 
     span = 2.0 ** scale_exp
-    return ref_fp16.CdpFp16Lut(
+    return LutRegisters(
         le_table=tables[: ref_fp16.LE_DEPTH], lo_table=tables[ref_fp16.LE_DEPTH :],
         le_function=draw(st.sampled_from(("exp", "linear"))),
         le_start=edge(span / 64), le_end=edge(span), lo_start=edge(span / 64), lo_end=edge(span),

@@ -13,6 +13,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from golden.config import HwConfig
+from golden.lut import LutRegisters
 from regressions import programs
 from regressions.fuzz.strategies import (
     lut_index_and_slopes,
@@ -133,7 +134,7 @@ def _operand_cvt(draw, hw: HwConfig | None, kind: str) -> tuple[ref_sdp.SdpOpera
     return cvt, 16 if cvt.bypass else max(1, min(32, 17 + abs(scale).bit_length() - truncate))
 
 
-def _lut(draw, hw: HwConfig | None, bits: int) -> ref_sdp.SdpLut:
+def _lut(draw, hw: HwConfig | None, bits: int) -> LutRegisters:
     """Tables (``LUT_DATA`` entries) and ``S_LUT_*`` settings of the SDP LUT, usually spanning the
     ``bits``-bit range of its input (so lookups hit, underflow and overflow alike)."""
     entry = signed_range(reg_field(hw, "SDP", "S_LUT_ACCESS_DATA", "LUT_DATA"))
@@ -148,7 +149,7 @@ def _lut(draw, hw: HwConfig | None, bits: int) -> ref_sdp.SdpLut:
         centre = bits + 1 - depth_bits
         return f("S_LUT_INFO", f"LUT_{table}_INDEX_SELECT", (centre - 2, centre + 2))
 
-    return ref_sdp.SdpLut(
+    return LutRegisters(
         le_table=tuple(int(v) for v in tables[:LE_DEPTH]),
         lo_table=tuple(int(v) for v in tables[LE_DEPTH:]),
         le_function="exp" if le_exp else "linear",
@@ -200,7 +201,7 @@ def sdp_y_layers(draw, hw: HwConfig | None = None, with_x2: bool = False) -> pro
         truncate=truncate,
         lut_bypass=not has_lut or bypassed(draw),
     )
-    lut = ref_sdp.SdpLut()
+    lut = LutRegisters()
     if not y.lut_bypass:
         lut = _lut(draw, hw, min(bits, 32))
         bits = 16  # table entries, interpolated

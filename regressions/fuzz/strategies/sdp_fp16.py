@@ -14,6 +14,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from golden.config import HwConfig
+from golden.lut import LutRegisters
 from regressions.fuzz.strategies import SEED_BITS, bypassed, ints
 from regressions.programs_fp16 import SdpFp16Layer, atom_of
 from regressions.reference import sdp_fp16 as ref
@@ -95,7 +96,7 @@ def _x_stage(draw, hw: HwConfig, shape, x: np.ndarray) -> ref.Fp16XParams:
     )
 
 
-def _lut(draw) -> ref.Fp16Lut:
+def _lut(draw) -> LutRegisters:
     """fp16 tables and fp32 START/END near the data (|x| ~ 2^-4 .. 2^4), index selects and the LE offset
     around what spreads such inputs over the tables."""
     seed = draw(st.integers(0, (1 << SEED_BITS) - 1))
@@ -104,7 +105,7 @@ def _lut(draw) -> ref.Fp16Lut:
     tables = (rng.integers(0, 2, expo.shape) << 15) | (expo << 10) | rng.integers(0, 1024, expo.shape)
     if draw(st.booleans()):
         tables = np.where(rng.random(expo.shape) < 0.05, 0x7E00, tables)
-    return ref.Fp16Lut(
+    return LutRegisters(
         le_table=tuple(int(v) for v in tables[: ref.LE_DEPTH]),
         lo_table=tuple(int(v) for v in tables[ref.LE_DEPTH:]),
         le_function="exp" if draw(st.booleans()) else "linear",
@@ -115,8 +116,8 @@ def _lut(draw) -> ref.Fp16Lut:
         lo_index_select=draw(ints((-128, 127), (-8, -2))),
         uflow_priority=draw(st.integers(0, 1)), oflow_priority=draw(st.integers(0, 1)),
         hybrid_priority=draw(st.integers(0, 1)),
-        le_uflow_scale=fp16_scalar(draw, (12, 16)), le_oflow_scale=fp16_scalar(draw, (12, 16)),
-        lo_uflow_scale=fp16_scalar(draw, (12, 16)), lo_oflow_scale=fp16_scalar(draw, (12, 16)),
+        le_slope_uflow_scale=fp16_scalar(draw, (12, 16)), le_slope_oflow_scale=fp16_scalar(draw, (12, 16)),
+        lo_slope_uflow_scale=fp16_scalar(draw, (12, 16)), lo_slope_oflow_scale=fp16_scalar(draw, (12, 16)),
     )
 
 
@@ -130,7 +131,7 @@ def sdp_fp16_layers(draw, hw: HwConfig, with_y: bool = False) -> SdpFp16Layer:
     x1 = _x_stage(draw, hw, x.shape, x)
     x2 = _x_stage(draw, hw, x.shape, x)
     y = ref.Fp16YParams()
-    lut = ref.Fp16Lut()
+    lut = LutRegisters()
     if with_y:
         alu_bypass, mul_bypass = bypassed(draw), bypassed(draw)
         alu, mul = _operands(draw, x.shape, not alu_bypass, not mul_bypass, reg32=True)

@@ -9,6 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from golden.lut import LutRegisters
 from regressions.reference import cdp as ref_cdp
 from regressions.reference import cdp_fp16, pdp_fp16
 from regressions.reference.arith import OutsideCmodDomain
@@ -95,7 +96,7 @@ def test_fp16_nan_handling() -> None:
 
 # ---- CDP int16 ------------------------------------------------------------------------------------------
 def test_int16_lrn_widths() -> None:
-    lut = ref_cdp.CdpLut(le_function="linear", le_start=1 << 36, le_end=(1 << 36) + 64,
+    lut = LutRegisters(le_function="linear", le_start=1 << 36, le_end=(1 << 36) + 64,
                          lo_start=-1, lo_end=255, lo_table=tuple(range(-1, 256)), uflow_priority=1)
     x = np.array([[[0x1234 + 10]], [[0x1234 + 50]]])
     got = ref_cdp.lrn(x, datin_offset=0x1234, datin_scale=3, sqsum_bypass=True, mul_bypass=True, lut=lut,
@@ -106,10 +107,10 @@ def test_int16_lrn_widths() -> None:
 
 
 def test_int16_index_select_range() -> None:
-    lut = ref_cdp.CdpLut(le_function="linear", lo_index_select=-64)
+    lut = LutRegisters(le_function="linear", lo_index_select=-64)
     with pytest.raises(OutsideCmodDomain):
         ref_cdp.cdp_lut_lookup(5, lut, "int16")
-    lut = ref_cdp.CdpLut(le_function="exp", le_index_select=-64, lo_index_select=31, lo_start=0,
+    lut = LutRegisters(le_function="exp", le_index_select=-64, lo_index_select=31, lo_start=0,
                          lo_table=(0,) * 257, uflow_priority=1)
     assert ref_cdp.cdp_lut_lookup(0, lut, "int16") == 0  # LE's select is unused in exponent mode
 
@@ -125,7 +126,7 @@ def test_c_float_rounds_to_single_precision() -> None:
 
 def test_fp16_linear_and_exponent_lookups() -> None:
     lo = tuple(int(v) for v in f16(np.arange(257)))
-    lut = cdp_fp16.CdpFp16Lut(le_function="exp", le_start=f32(2.0 ** 30), le_end=f32(2.0 ** 31), lo_table=lo,
+    lut = LutRegisters(le_function="exp", le_start=f32(2.0 ** 30), le_end=f32(2.0 ** 31), lo_table=lo,
                               lo_start=0, lo_end=f32(256.0), uflow_priority=1)
     assert as_f16(cdp_fp16.narrow(cdp_fp16.cdp_fp16_lut(f32(6.5), lut), cdp_fp16.F17, cdp_fp16.F16, True)) == 6.5
     le = tuple(int(v) for v in f16(np.arange(65)))
@@ -137,7 +138,7 @@ def test_fp16_linear_and_exponent_lookups() -> None:
 
 def test_fp16_lrn_square_sums_and_mul() -> None:
     lo = tuple(int(v) for v in f16(np.arange(257)))
-    lut = cdp_fp16.CdpFp16Lut(le_function="exp", le_start=f32(2.0 ** 30), le_end=f32(2.0 ** 31), lo_table=lo,
+    lut = LutRegisters(le_function="exp", le_start=f32(2.0 ** 30), le_end=f32(2.0 ** 31), lo_table=lo,
                               lo_start=0, lo_end=f32(256.0), uflow_priority=1)
     x = np.zeros((4, 1, 1), dtype=np.int64)
     x[:3, 0, 0] = f16([1.0, 2.0, 3.0])

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from golden.lut import LutRegisters
 from regressions.reference.arith import OutsideCmodDomain, rha, sat, sign_extend
-from regressions.reference.cdp import CdpLut, cdp_input_cvt, cdp_lut_lookup, lrn
+from regressions.reference.cdp import cdp_input_cvt, cdp_lut_lookup, lrn
 from regressions.reference.conv import cdma_input_cvt, direct_conv
 from regressions.reference.pdp import pdp_pad_value, pool
 from regressions.reference.sdp import (
-    SdpLut,
     SdpOperandCvt,
     SdpParams,
     SdpXParams,
@@ -217,11 +217,11 @@ LE_TABLE = tuple(7 + 100 * i for i in range(65))  # 7, 107, 207, ..., 6407
 LO_TABLE = tuple(-3 * i for i in range(257))  # 0, -3, -6, ...
 
 
-def lut_params(**overrides) -> SdpLut:
+def lut_params(**overrides) -> LutRegisters:
     base = dict(le_table=LE_TABLE, lo_table=LO_TABLE, le_function="linear", le_start=0, le_end=64,
                 le_index_select=2, lo_start=1000, lo_end=2000)
     base.update(overrides)
-    return SdpLut(**base)
+    return LutRegisters(**base)
 
 
 def test_lut_linear_hit():
@@ -274,11 +274,11 @@ def test_sdp_with_lut_in_y():
 CDP_LE = tuple(10 * i for i in range(65))
 
 
-def cdp_lut(**overrides) -> CdpLut:
+def cdp_lut(**overrides) -> LutRegisters:
     base = dict(le_table=CDP_LE, le_function="linear", le_start=0, le_end=64, le_index_select=0,
                 lo_start=1000, lo_end=2000)
     base.update(overrides)
-    return CdpLut(**base)
+    return LutRegisters(**base)
 
 
 def test_cdp_input_cvt():

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from golden import Dla, fp, get_config
+from golden.lut import LutRegisters
 from regressions import programs_fp16
 from regressions.fuzz.engines import padded
 from regressions.fuzz.fp16_sdp import padded_params
@@ -74,14 +75,14 @@ def test_arithmetic_rules_by_hand() -> None:
 
 def test_lut_by_hand() -> None:
     lo = tuple(f16(float(i)) for i in range(257))
-    lut = ref.Fp16Lut(lo_table=lo, le_start=0x7F7FFFFF, le_function="linear", uflow_priority=1, oflow_priority=1,
-                      hybrid_priority=1, lo_end=f32(256.0), lo_uflow_scale=f16(0.5), lo_oflow_scale=f16(2.0))
+    lut = LutRegisters(lo_table=lo, le_start=0x7F7FFFFF, le_function="linear", uflow_priority=1, oflow_priority=1,
+                      hybrid_priority=1, lo_end=f32(256.0), lo_slope_uflow_scale=f16(0.5), lo_slope_oflow_scale=f16(2.0))
     assert ref.lut_select(f32(3.25), lut) == (ref.TABLE_LO, "hit", 3, 2**33)
     assert ref.lut_lookup(f32(3.25), lut) == f32(3.25)
     assert ref.lut_lookup(f32(-2.0), lut) == f32(-1.0)  # LO[0] + (x - 0)·0.5
     assert ref.lut_lookup(f32(300.0), lut) == f32(344.0)  # LO[256] + (x - 256)·2
-    exp = ref.Fp16Lut(le_function="exp", le_table=tuple(f16(float(i)) for i in range(65)), le_start=0,
-                      le_index_offset=-2, lo_start=0x7F7FFFFF, le_uflow_scale=f16(1.0))
+    exp = LutRegisters(le_function="exp", le_table=tuple(f16(float(i)) for i in range(65)), le_start=0,
+                      le_index_offset=-2, lo_start=0x7F7FFFFF, le_slope_uflow_scale=f16(1.0))
     assert ref.lut_select(f32(1.5), exp) == (ref.TABLE_LE, "hit", 2, 2**34)
     assert ref.lut_lookup(f32(0.125), exp) == f32(-0.125)  # LE[0] + (x - (0 + 2^-2))·1
 
