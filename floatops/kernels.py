@@ -17,19 +17,12 @@ from typing import Any, Callable
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from golden.registry import Registry
+
 Kernel = Callable[[list[np.ndarray], dict[str, Any]], list[np.ndarray]]
-KERNELS: dict[str, Kernel] = {}
-
-
-def kernel(*ops: str) -> Callable[[Kernel], Kernel]:
-    """Register a float kernel for one or more op names."""
-
-    def deco(fn: Kernel) -> Kernel:
-        for op in ops:
-            KERNELS[op] = fn
-        return fn
-
-    return deco
+KERNELS: Registry[Kernel] = Registry("float kernel")
+#: Decorator registering a float kernel for one or more op names.
+kernel = KERNELS.register
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------

@@ -21,9 +21,11 @@ from google.protobuf.message import DecodeError
 
 from compiler.errors import CompileError, node_where
 from compiler.frontend.weights import non_finite
-from compiler.ir import Graph, Node, Shape, infer_shapes
+from compiler.ir import Graph, Node, Shape
+from compiler.ops import infer_shapes
 from compiler.proto import caffe_pb2 as pb
 from golden.budget import MemoryBudgetError, check_size
+from golden.registry import Registry
 
 # V1 enum -> the string type Caffe uses since 2015 (so one converter handles both forms).
 V1_TYPES: dict[str, str] = {
@@ -461,16 +463,10 @@ class _Converter:
 
 # ---- layer handlers ------------------------------------------------------------------------------------------
 Handler = Callable[[_Converter, pb.LayerParameter, list[str], list[str]], None]
-HANDLERS: dict[str, Handler] = {}
+HANDLERS: Registry[Handler] = Registry("Caffe layer type")
 
 
-def handles(*types: str) -> Callable[[Handler], Handler]:
-    def deco(fn: Handler) -> Handler:
-        for t in types:
-            HANDLERS[t] = fn
-        return fn
-
-    return deco
+handles = HANDLERS.register
 
 
 def _one_in(c: _Converter, xs: list[str], outs: list[str]) -> str:

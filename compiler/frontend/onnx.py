@@ -20,9 +20,11 @@ from onnx import helper, numpy_helper
 
 from compiler.errors import CompileError, node_where
 from compiler.frontend.weights import non_finite
-from compiler.ir import Graph, Node, Shape, infer_shapes
+from compiler.ir import Graph, Node, Shape
+from compiler.ops import infer_shapes
 from dlaio.inputs import not_a_file
 from golden.budget import MemoryBudgetError, check_size
+from golden.registry import Registry
 
 _FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16}
 # Ops never folded even with constant inputs: their value is not a function of the inputs.
@@ -34,16 +36,10 @@ _UNFOLDABLE = {"RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomia
 NEWEST_OPSET = onnx.defs.onnx_opset_version()
 
 Converter = Callable[["_Importer", onnx.NodeProto, str], None]
-_CONVERTERS: dict[str, Converter] = {}
+_CONVERTERS: Registry[Converter] = Registry("ONNX op")
 
 
-def _converts(*ops: str) -> Callable[[Converter], Converter]:
-    def deco(fn: Converter) -> Converter:
-        for op in ops:
-            _CONVERTERS[op] = fn
-        return fn
-
-    return deco
+_converts = _CONVERTERS.register
 
 
 def _one_line(e: BaseException) -> str:

@@ -15,6 +15,7 @@ does all requantization in integers, as NVDLA's compiler programs it:
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from compiler.hwparams import (
 )
 from compiler.ir import Graph, Node
 from compiler.passes import CompileContext
+from compiler.postops import Affine, Eltwise, Lut, PostOp, PRelu, Relu
 
 #: Extra fraction bits of the internal SDP scale below the output scale (precision headroom).
 HEADROOM_BITS = 10
@@ -154,33 +156,33 @@ def _operand(q: np.ndarray):
 
 
 # ---- SDP --------------------------------------------------------------------------------------------------
-def sdp_params(post: list[dict], in_scale: np.ndarray, out_scale: float, scales: dict[str, float], hw,
+def sdp_params(post: list[PostOp], in_scale: np.ndarray, out_scale: float, scales: dict[str, float], hw,
                where: str) -> SdpParams:
     """Integer SDP parameters for a post-op chain on an input whose channel k has real = in_scale[k] * v."""
     k = in_scale.size
     gamma, beta = np.ones(k), np.zeros(k)
     relu1 = False
-    elt = act2 = lut = None
+    elt: Eltwise | None = None
+    act2: Relu | PRelu | None = None
+    lut: Lut | None = None
     for p in post:
-        if p["op"] == "affine":
-            gamma, beta = gamma * p["scale"], beta * p["scale"] + p["bias"]
-        elif p["op"] == "relu":
-            if p["_slot"] == 1:
+        match p:
+            case Affine(scale=scale, bias=bias):
+                gamma, beta = gamma * scale, beta * scale + bias
+            case Relu(slot=1):
                 relu1 = True
-            else:
+            case Relu() | PRelu():
                 act2 = p
-        elif p["op"] == "prelu":
-            act2 = p
-        elif p["op"] == "eltwise":
-            elt = p
-        elif p["op"] == "lut":
-            lut = p
+            case Eltwise():
+                elt = p
+            case Lut():
+                lut = p
     gamma = np.where(gamma == 0, 1e-12, gamma)
     prm = SdpParams()
 
     # The internal scale u of X1's output.
-    if elt is not None and elt["kind"] in ("add", "max"):
-        sb = scales[elt["tensor"]]
+    if elt is not None and elt.kind in ("add", "max"):
+        sb = scales[elt.tensor]
         s2 = int(min(MAX_ALU_SHIFT, max(0, math.ceil(math.log2(sb * 2 ** HEADROOM_BITS / out_scale)))))
         u = sb / 2 ** s2
     else:
@@ -205,26 +207,26 @@ def sdp_params(post: list[dict], in_scale: np.ndarray, out_scale: float, scales:
     # X2: eltwise and the activation after it.
     if elt is not None or act2 is not None:
         x2 = XStage(bypass=False)
-        if elt is not None and elt["kind"] in ("add", "max"):
-            x2.alu_bypass, x2.alu_algo = False, ALU_SUM if elt["kind"] == "add" else ALU_MAX
-            x2.alu_operand, x2.alu_shift = TensorOperand(elt["tensor"]), s2
+        if elt is not None and elt.kind in ("add", "max"):
+            x2.alu_bypass, x2.alu_algo = False, ALU_SUM if elt.kind == "add" else ALU_MAX
+            x2.alu_operand, x2.alu_shift = TensorOperand(elt.tensor), s2
         elif elt is not None:  # mul: v2 = v1 * b >> s, real = u * sb * 2^s * v2
-            sb = scales[elt["tensor"]]
+            sb = scales[elt.tensor]
             target = out_scale / 2 ** HEADROOM_BITS
             s = int(min(MAX_SHIFT, max(0, round(math.log2(target / (u * sb))))))
-            x2.mul_bypass, x2.mul_operand, x2.mul_shift = False, TensorOperand(elt["tensor"]), s
+            x2.mul_bypass, x2.mul_operand, x2.mul_shift = False, TensorOperand(elt.tensor), s
             u = u * sb * 2 ** s
-        if act2 is not None and act2["op"] == "relu":
+        if isinstance(act2, Relu):
             x2.relu_bypass = False
-        elif act2 is not None:
-            pq, psh = fixed(act2["slope"])
+        elif isinstance(act2, PRelu):
+            pq, psh = fixed(act2.slope)
             x2.mul_bypass, x2.mul_prelu, x2.mul_operand, x2.mul_shift = False, True, _operand(pq), psh
         prm.x2 = x2
     # Y: LUT, then the output converter.
     if lut is not None:
         from compiler.lut import sdp_activation
 
-        y, table, off, scale, shift = sdp_activation(lut["fn"], u, out_scale)
+        y, table, off, scale, shift = sdp_activation(lut.fn, u, out_scale)
         prm.y, prm.lut = y, table
         prm.cvt_offset, prm.cvt_scale, prm.cvt_shift = off, scale, shift
     else:
@@ -270,11 +272,11 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
         # Bias correction: the rounding error of each filter times the mean of its input is a constant
         # offset per output channel that pooling does not average away; fold its expectation into the bias.
         mean = ctx.channel_mean.get(n.inputs[0])
-        if mean is not None and np.size(mean) == w.shape[1] and n.attrs["post"][0]["op"] == "affine":
+        first = n.attrs["post"][0]
+        if mean is not None and np.size(mean) == w.shape[1] and isinstance(first, Affine):
             dw = w - wq.astype(np.float64) * sw[:, None, None, None]
             corr = np.einsum("kcrs,c->k", dw, np.asarray(mean, dtype=np.float64))
-            first = n.attrs["post"][0]
-            n.attrs["post"][0] = dict(first, bias=first["bias"] + corr * first["scale"])
+            n.attrs["post"][0] = replace(first, bias=first.bias + corr * first.scale)
         pt, pl, _, _ = n.attrs["pads"]
         n.attrs["conv"] = ConvParams(weights=wq, stride=tuple(n.attrs["stride"]),
                                      dilation=tuple(n.attrs["dilation"]), pad=(pt, pl))
@@ -305,8 +307,8 @@ def _non_finite_parameters(n: Node) -> str | None:
     can still overflow float32): named here rather than as a misleading bias or multiplier overflow."""
     arrays = {"weights": n.attrs.get("weight")}
     for i, p in enumerate(n.attrs.get("post") or []):
-        if p.get("op") == "affine":
-            arrays[f"scale of post-op {i}"], arrays[f"bias of post-op {i}"] = p.get("scale"), p.get("bias")
+        if isinstance(p, Affine):
+            arrays[f"scale of post-op {i}"], arrays[f"bias of post-op {i}"] = p.scale, p.bias
     for what, values in arrays.items():
         if values is not None and not np.all(np.isfinite(np.asarray(values, dtype=np.float64))):
             return f"NaN or Inf in its {what} after folding (float32 overflow?)"

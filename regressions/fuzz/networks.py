@@ -97,6 +97,7 @@ from compiler.driver import compile_graph
 from compiler.errors import CompileError
 from compiler.float_exec import run_float
 from compiler.frontend import onnx as onnx_frontend
+from compiler.postops import Affine, Eltwise, PostOp
 from floatops.kernels import KERNELS, conv2d, pad2d
 from golden.config import HwConfig
 from regressions.fuzz.properties import Property, register
@@ -503,23 +504,23 @@ def _bias_shift(bias_steps: np.ndarray) -> int:
     return shift
 
 
-def _sdp_chain(bound: ErrorBound, pre: np.ndarray, post: list[dict], first: int, in_step: np.ndarray,
+def _sdp_chain(bound: ErrorBound, pre: np.ndarray, post: list[PostOp], first: int, in_step: np.ndarray,
                bounds: dict[str, ErrorBound], out: np.ndarray, out_scale: float) -> ErrorBound:
     """Post-ops ``post[first:]`` on an X1 input whose error is ``bound`` and real step per channel ``in_step``
     (``pre`` the float X1 input), then requantization to ``out_scale``."""
     det, var = bound.det, bound.var
     gamma = np.ones(in_step.size)
     for p in post[first:]:
-        if p["op"] == "affine":
-            s = np.asarray(p["scale"], dtype=np.float64)
+        if isinstance(p, Affine):
+            s = np.asarray(p.scale, dtype=np.float64)
             det, var = det * _channel(np.abs(s)), var * _channel(s * s)
-            bias_steps = np.asarray(p["bias"], dtype=np.float64) / np.where(s == 0, 1e-12, s * in_step)
+            bias_steps = np.asarray(p.bias, dtype=np.float64) / np.where(s == 0, 1e-12, s * in_step)
             det = det + _channel(0.5 * 2.0 ** _bias_shift(bias_steps) * np.abs(s) * in_step)
             gamma = gamma * s
-            pre = pre * _channel(s) + _channel(p["bias"])
-        elif p["op"] == "eltwise":
-            other = bounds[p["tensor"]]
-            if p["kind"] == "add":  # the branches may share errors (x + x): standard deviations add
+            pre = pre * _channel(s) + _channel(p.bias)
+        elif isinstance(p, Eltwise):
+            other = bounds[p.tensor]
+            if p.kind == "add":  # the branches may share errors (x + x): standard deviations add
                 det, var = det + other.det, (np.sqrt(var) + np.sqrt(other.var)) ** 2
             else:
                 det, var = np.maximum(det, other.det), np.maximum(var, other.var)
@@ -592,7 +593,7 @@ def error_bound(lowered, ctx, values: dict[str, np.ndarray]) -> dict[str, ErrorB
                     * _channel(sw * sw / 12.0)
             in_step = scales[n.inputs[0]] * sw
             first = a["post"][0]
-            bias = np.asarray(first["bias"], dtype=np.float64)
+            bias = np.asarray(first.bias, dtype=np.float64)
             det = det + _channel(0.5 * 2.0 ** _bias_shift(bias / in_step) * in_step)
             pre = conv2d(x, w, bias, *geom)
             bounds[n.outputs[0]] = _sdp_chain(ErrorBound(det, var), pre, a["post"], 1, in_step, bounds,

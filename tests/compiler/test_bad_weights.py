@@ -156,9 +156,10 @@ def test_quantize_names_non_finite_parameters_whatever_made_them():
     """The backstop behind the frontends and folding: a layer's NaN weights or affine terms are named."""
     from compiler.ir import Node
     from compiler.passes.quantize import _non_finite_parameters
+    from compiler.postops import Affine
 
     conv = Node("c", "dla.conv", ["x"], ["y"], {"weight": np.ones((2, 1, 1, 1)), "post": [
-        {"op": "affine", "scale": np.ones(2), "bias": np.array([0.0, np.nan])}]})
+        Affine(scale=np.ones(2), bias=np.array([0.0, np.nan]))]})
     assert _non_finite_parameters(conv) == "NaN or Inf in its bias of post-op 0 after folding (float32 overflow?)"
-    conv.attrs["post"][0]["bias"] = np.zeros(2)
+    conv.attrs["post"][0] = Affine(scale=np.ones(2), bias=np.zeros(2))
     assert _non_finite_parameters(conv) is None

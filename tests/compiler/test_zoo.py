@@ -15,7 +15,7 @@ from onnx.reference.op_run import OpRun
 
 from compiler.float_exec import run_float
 from compiler.frontend.onnx import load
-from compiler.ir import SHAPE_FNS
+from compiler.ops import OPS
 from regressions.zoo import ZOO
 from regressions.zoo.digits import DigitsModel, train_digits
 from regressions.zoo.models import cost
@@ -78,7 +78,7 @@ def reference(m: onnx.ModelProto) -> ReferenceEvaluator:
 def test_run_float_matches_the_reference_evaluator(name: str) -> None:
     m = built(name)
     g = load(m)
-    assert {n.op for n in g.nodes} <= set(SHAPE_FNS)
+    assert {n.op for n in g.nodes} <= set(OPS)
     x = np.random.default_rng(5).standard_normal(g.shapes["data"]).astype(np.float32)
     logits = g.nodes[-1].inputs[0]
     m_logits = onnx.ModelProto()

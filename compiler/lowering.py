@@ -1,0 +1,384 @@
+"""Lowering rules: one per canonical op family, each turning a node into engine ops (``dla.*``, ``view.*``)
+when the hardware can run it, or declining so the pass runs it on the CPU. ``compiler.ops`` binds each rule
+to its op names; ``passes.lower`` walks the graph and dispatches through that table. The engine ops and the
+SDP fusion rules are described in ``passes.lower``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+
+from compiler.ir import Graph, Node
+from compiler.passes import CompileContext
+from compiler.postops import Affine, Eltwise, Identity, Lut, PostOp, PRelu, Relu
+from golden.engines.pdp import MAX_KERNEL
+
+#: SDP datapath stages a post-op can occupy (``PostOp.slot``).
+SLOTS = {"affine": 0, "relu1": 1, "eltwise": 2, "act2": 3, "lut": 4}
+CDP_WINDOWS = (3, 5, 7, 9)
+#: CPU ops that only move int8 values: their inputs and outputs share one scale, so they are exact.
+SAME_SCALE_CPU = ("Concat", "Slice", "Split", "Flatten", "Reshape", "MaxPool", "GlobalMaxPool", "Identity")
+MAX_PDP_STRIDE = 16
+MAX_PDP_PAD = 7
+
+
+# ---- post-op chains ---------------------------------------------------------------------------------------
+def _slot_state(post: list[PostOp]) -> int:
+    return max((p.slot for p in post), default=-1)
+
+
+def _as_post(g: Graph, n: Node, main: str) -> PostOp | None:
+    """The post-op form of a canonical node applied to tensor ``main``, or None if SDP cannot do it."""
+    c = _channels(g.shapes[main])
+    if n.op == "Relu" or (n.op == "Clip" and n.attrs.get("min") is not None and n.attrs["min"] == 0):
+        return Relu()
+    if n.op == "Clip" and n.attrs.get("min") is None and n.attrs.get("max") is None:
+        return Identity()
+    if n.op == "PRelu":
+        slope = g.consts[n.inputs[1]].astype(np.float64).ravel()
+        return PRelu(np.full(c, slope[0]) if slope.size == 1 else slope)
+    if n.op == "LeakyRelu":
+        return PRelu(np.full(c, float(n.attrs.get("alpha", 0.01))))
+    if n.op == "ChannelAffine":
+        s = g.consts[n.inputs[1]].astype(np.float64).ravel()
+        b = g.consts[n.inputs[2]].astype(np.float64).ravel()
+        return Affine(np.full(c, s[0]) if s.size == 1 else s, np.full(c, b[0]) if b.size == 1 else b)
+    if n.op in ("Add", "Max", "Mul"):
+        other = n.inputs[1] if n.inputs[0] == main else n.inputs[0]
+        return Eltwise(n.op.lower(), other)
+    if n.op in ("Sigmoid", "Tanh"):
+        return Lut(n.op.lower())
+    return None
+
+
+def _fit(post: list[PostOp], p: PostOp, hw) -> PostOp | None:
+    """``p`` with its datapath slot if it can follow ``post`` in one SDP operation, else None."""
+    state = _slot_state(post)
+    kinds = {type(q): q for q in post}
+    match p:
+        case Identity():
+            return replace(p, slot=max(state, 0))
+        case Affine():
+            return replace(p, slot=0) if state <= 0 else None  # at 0: composes with the previous affine
+        case Relu():
+            if state < 1:
+                return replace(p, slot=1)
+            if state == 1 or (state == 3 and Relu in kinds and kinds[Relu].slot == 3):
+                return replace(p, slot=state)  # relu after relu is a no-op
+            return replace(p, slot=3) if state == 2 else None
+        case PRelu():
+            elt = kinds.get(Eltwise)
+            if elt is not None and (elt.kind == "mul" or np.ptp(p.slope) != 0):
+                return None  # X2 MUL is taken, or its per-channel operand would clash with the per-element one
+            return replace(p, slot=3) if state < 3 else None
+        case Eltwise():
+            return replace(p, slot=2) if state < 2 else None
+        case Lut():
+            return replace(p, slot=4) if state < 4 and hw.sdp_lut and hw.sdp_ew else None
+    return None
+
+
+def _channels(shape) -> int:
+    return int(shape[1]) if len(shape) >= 2 else int(shape[0])
+
+
+def _cube_ok(shape) -> bool:
+    return (len(shape) == 4 or len(shape) == 2) and shape[0] == 1
+
+
+# ---- one run of the pass ----------------------------------------------------------------------------------
+@dataclass
+class Lowering:
+    """The state one lowering run shares between rules: the engine ops emitted so far and the canonical
+    nodes fusion has absorbed into them."""
+
+    g: Graph
+    ctx: CompileContext
+    nodes: list[Node]
+    out: list[Node] = field(default_factory=list)
+    absorbed: set[str] = field(default_factory=set)
+    placed_in_concat: set[str] = field(default_factory=set)
+
+    def emit(self, node: Node) -> Node:
+        self.out.append(node)
+        return node
+
+    def cube_ok(self, n: Node) -> bool:
+        """Every activation input and output is a batch-1 cube (NCHW or NC) the engines can address."""
+        g = self.g
+        return all(_cube_ok(g.shapes[t]) for t in n.inputs if t and t not in g.consts) \
+            and all(_cube_ok(g.shapes[o]) for o in n.outputs)
+
+    def single_use(self, t: str) -> Node | None:
+        cons = self.g.consumers(t)
+        if len(cons) == 1 and t not in self.g.outputs and cons[0].name not in self.absorbed:
+            return cons[0]
+        return None
+
+    def fuse(self, e: Node) -> None:
+        """Absorb following ops into engine node ``e`` while the SDP datapath has room."""
+        g = self.g
+        while True:
+            t = e.outputs[0]
+            nxt = self.single_use(t)
+            if nxt is None:
+                return
+            p = _as_post(g, nxt, t)
+            if p is None or (isinstance(p, Eltwise) and (g.shapes[nxt.inputs[0]] != g.shapes[nxt.inputs[1]]
+                                                         or p.tensor == t)):
+                return
+            fitted = _fit(e.attrs["post"], p, self.ctx.hw)
+            if fitted is None:
+                return
+            if isinstance(p, Eltwise):
+                e.inputs.append(p.tensor)
+            e.attrs["post"].append(fitted)
+            e.attrs["layers"].append(nxt.name)
+            e.outputs = list(nxt.outputs)
+            self.absorbed.add(nxt.name)
+
+    def fuse_last_conv(self) -> None:
+        if self.out[-1].op == "dla.conv":
+            self.fuse(self.out[-1])
+
+    def on_cpu(self, n: Node) -> None:
+        """Everything no rule lowers runs on the CPU in float."""
+        self.emit(Node(n.name, f"cpu.{n.op}", list(n.inputs), list(n.outputs),
+                       dict(n.attrs, layers=[n.name], same_scale=n.op in SAME_SCALE_CPU)))
+
+
+#: A lowering rule: emit the engine ops for ``n`` and return True, or return False to leave it to the CPU.
+LowerRule = Callable[[Lowering, Node], bool]
+
+
+# ---- the rules --------------------------------------------------------------------------------------------
+def lower_conv(lw: Lowering, n: Node) -> bool:
+    """Conv, Gemm, ConvTranspose: a CONV pipeline op with its SDP chain (see ``_lower_conv``)."""
+    if not lw.cube_ok(n):
+        return False
+    for e in _lower_conv(lw.g, n, lw.ctx):
+        lw.emit(e)
+    lw.fuse_last_conv()
+    return True
+
+
+def lower_pool(lw: Lowering, n: Node) -> bool:
+    """Max/average pooling on PDP (global average as a conv), within PDP's kernel, stride and pad limits."""
+    if not (lw.cube_ok(n) and lw.ctx.hw.pdp):
+        return False
+    pdp = _lower_pool(lw.g, n)
+    if pdp is None:
+        return False
+    for e in pdp:
+        lw.emit(e)
+    lw.fuse_last_conv()
+    return True
+
+
+def lower_lrn(lw: Lowering, n: Node) -> bool:
+    """LRN on CDP, for the window sizes CDP has."""
+    if not (lw.ctx.hw.cdp and int(n.attrs["size"]) in CDP_WINDOWS and lw.cube_ok(n)):
+        return False
+    lw.emit(Node(n.name, "dla.cdp", [n.inputs[0]], list(n.outputs), dict(n.attrs, layers=[n.name])))
+    return True
+
+
+def lower_concat(lw: Lowering, n: Node) -> bool:
+    """A channel concat whose inputs can be written in place: a view, no copy."""
+    g = lw.g
+    if not (lw.cube_ok(n) and _concat_in_place(g, n, lw.ctx.hw.atom_elements(), lw.nodes, lw.placed_in_concat)):
+        return False
+    lw.placed_in_concat.update(n.inputs)
+    lw.emit(Node(n.name, "view.concat", list(n.inputs), list(n.outputs), {"layers": [n.name]}))
+    return True
+
+
+def lower_slice(lw: Lowering, n: Node) -> bool:
+    """Slice, Split on atom boundaries of the channel axis: one view per output."""
+    g = lw.g
+    if not (lw.cube_ok(n) and _slice_in_place(g, n, lw.ctx.hw.atom_elements())):
+        return False
+    start = int(n.attrs["start"]) if n.op == "Slice" else 0
+    sizes = [int(n.attrs["end"]) - start] if n.op == "Slice" else [int(v) for v in n.attrs["split"]]
+    for o, size in zip(n.outputs, sizes):
+        lw.emit(Node(g.fresh(f"{n.name}_{o}") if n.op == "Split" else n.name, "view.slice", [n.inputs[0]], [o],
+                     {"start": start, "count": size, "layers": [n.name]}))
+        start += size
+    return True
+
+
+def lower_reshape(lw: Lowering, n: Node) -> bool:
+    """Flatten, Reshape between the same C x H x W cube: a view."""
+    g = lw.g
+    if not (_cube_ok(g.shapes[n.outputs[0]]) and _same_cube(g.shapes[n.inputs[0]], g.shapes[n.outputs[0]])):
+        return False
+    lw.emit(Node(n.name, "view.reshape", [n.inputs[0]], list(n.outputs), {"layers": [n.name]}))
+    return True
+
+
+def lower_sdp(lw: Lowering, n: Node) -> bool:
+    """Activations, ChannelAffine and eltwise ops not fused into a conv: a standalone ``dla.sdp`` from memory,
+    which then fuses what follows."""
+    if not lw.cube_ok(n):
+        return False
+    g = lw.g
+    main = n.inputs[0]
+    p = _as_post(g, n, main)
+    if p is None or (isinstance(p, Eltwise) and g.shapes[n.inputs[0]] != g.shapes[n.inputs[1]]):
+        return False
+    fitted = _fit([], p, lw.ctx.hw)
+    if fitted is None:
+        return False
+    ins = [main] + ([p.tensor] if isinstance(p, Eltwise) else [])
+    lw.fuse(lw.emit(Node(n.name, "dla.sdp", ins, list(n.outputs), {"post": [fitted], "layers": [n.name]})))
+    return True
+
+
+_COMPUTE_OPS = ("Conv", "Gemm", "ConvTranspose", "MaxPool", "AveragePool", "GlobalMaxPool", "GlobalAveragePool",
+                "LRN", "Relu", "Clip", "PRelu", "LeakyRelu", "ChannelAffine", "Add", "Max", "Mul", "Sigmoid", "Tanh")
+
+
+def _concat_in_place(g: Graph, n: Node, atom: int, nodes: list[Node], taken: set[str]) -> bool:
+    """Channel concat without a copy: every input starts on an atom boundary of the output, is written by
+    a compute op (so its producer can write straight into the concat buffer) and is in no other concat."""
+    if int(n.attrs.get("axis", 1)) % 4 != 1 or len(g.shapes[n.outputs[0]]) != 4:
+        return False
+    if len(set(n.inputs)) != len(n.inputs):
+        return False
+    offset = 0
+    for t in n.inputs:
+        prod = g.producer(t)
+        if offset % atom or prod is None or prod.op not in _COMPUTE_OPS or t in taken or t in g.outputs:
+            return False
+        if any(c.op == "Concat" and c is not n for c in g.consumers(t)):
+            return False
+        offset += g.shapes[t][1]
+    return True
+
+
+def _slice_in_place(g: Graph, n: Node, atom: int) -> bool:
+    """A channel slice is a view when it starts on an atom boundary and ends on one (or at the end)."""
+    shape = g.shapes[n.inputs[0]]
+    if int(n.attrs.get("axis", 1)) % len(shape) != 1 or len(shape) != 4:
+        return False
+    start = int(n.attrs["start"]) if n.op == "Slice" else 0
+    sizes = [int(n.attrs["end"]) - start] if n.op == "Slice" else [int(v) for v in n.attrs["split"]]
+    for o, size in zip(n.outputs, sizes):
+        if start % atom or (size % atom and start + size != shape[1]) or o in g.outputs:
+            return False
+        start += size
+    return True
+
+
+def _same_cube(a, b) -> bool:
+    """(1, C, 1, 1) and (1, C) are the same C x 1 x 1 cube in memory."""
+    def fold(s):
+        s = tuple(s)
+        return (s[1], 1, 1) if len(s) == 2 else tuple(s[1:])
+    return _cube_ok(a) and _cube_ok(b) and fold(a) == fold(b)
+
+
+def _block_diagonal(w: np.ndarray, group: int, c_in: int) -> np.ndarray:
+    """Grouped kernel (K, C/g, R, S) -> dense (K, C, R, S) with zeros outside each group's block."""
+    k, cg, r, s = w.shape
+    if group == 1:
+        return w
+    dense = np.zeros((k, c_in, r, s), dtype=np.float64)
+    kg = k // group
+    for i in range(group):
+        dense[i * kg:(i + 1) * kg, i * cg:(i + 1) * cg] = w[i * kg:(i + 1) * kg]
+    return dense
+
+
+def _lower_conv(g: Graph, n: Node, ctx: CompileContext) -> list[Node]:
+    x = n.inputs[0]
+    w = g.consts[n.inputs[1]].astype(np.float64)
+    bias = g.consts[n.inputs[2]].astype(np.float64).ravel() if len(n.inputs) > 2 and n.inputs[2] else None
+    layers = [n.name]
+    pre: list[Node] = []
+    if n.op == "Gemm":
+        src = g.producer(x)
+        if src is not None and src.op == "Flatten" and len(g.shapes[src.inputs[0]]) == 4 \
+                and g.shapes[src.inputs[0]][0] == 1:
+            x = src.inputs[0]  # FC over the whole cube: kernel = H x W
+            _, c, h, wd = g.shapes[x]
+            w = w.reshape(w.shape[0], c, h, wd)
+        else:
+            w = w.reshape(w.shape[0], w.shape[1], 1, 1)
+        attrs = {"stride": (1, 1), "dilation": (1, 1), "pads": (0, 0, 0, 0)}
+    elif n.op == "Conv":
+        c_in = g.shapes[x][1]
+        w = _block_diagonal(w, int(n.attrs.get("group", 1)), c_in)
+        attrs = {"stride": tuple(n.attrs["strides"]), "dilation": tuple(n.attrs["dilations"]),
+                 "pads": tuple(n.attrs["pads"])}
+    else:  # ConvTranspose: zero-insert on the CPU, then a stride-1 conv with the flipped kernel
+        (sy, sx), (pt, pl, pb, pr), (dy, dx) = n.attrs["strides"], n.attrs["pads"], n.attrs["dilations"]
+        oph, opw = n.attrs.get("output_padding", (0, 0))
+        group = int(n.attrs.get("group", 1))
+        c_in, kg, r, s = w.shape
+        cg = c_in // group
+        conv_w = np.zeros((kg * group, c_in, r, s))
+        for i in range(group):
+            blk = w[i * cg:(i + 1) * cg]  # (cg, kg, r, s)
+            conv_w[i * kg:(i + 1) * kg, i * cg:(i + 1) * cg] = blk.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+        pads = (dy * (r - 1) - pt, dx * (s - 1) - pl, dy * (r - 1) - pb + oph, dx * (s - 1) - pr + opw)
+        if min(pads) < 0:
+            raise g.error(n, "padding larger than the dilated kernel extent is not supported")
+        z = g.fresh(f"{n.name}_zero_inserted")
+        _, c, h, wd = g.shapes[x]
+        g.shapes[z] = (1, c, (h - 1) * sy + 1 + pads[0] + pads[2], (wd - 1) * sx + 1 + pads[1] + pads[3])
+        pre.append(Node(g.fresh(f"{n.name}_zero_insert"), "cpu.ZeroInsert", [x], [z],
+                        {"strides": (sy, sx), "pads": pads, "layers": [n.name], "same_scale": True}))
+        x, w = z, conv_w
+        attrs = {"stride": (1, 1), "dilation": (dy, dx), "pads": (0, 0, 0, 0)}
+    k = w.shape[0]
+    post = [Affine(np.ones(k), bias if bias is not None else np.zeros(k), slot=0)]
+    conv = Node(n.name, "dla.conv", [x], list(n.outputs), dict(attrs, weight=w, post=post, layers=layers))
+    return pre + [conv]
+
+
+def _lower_pool(g: Graph, n: Node) -> list[Node] | None:
+    x = n.inputs[0]
+    _, c, h, w = g.shapes[x]
+    if n.op == "GlobalAveragePool":
+        # A conv whose kernel covers the map with 1/(H*W) on the channel diagonal: exact int32 sums and a
+        # saturating SDP requantization at full int8 precision (PDP would keep the input's scale or wrap).
+        # split_conv runs it one channel atom at a time, so the kernel stays small.
+        w_avg = np.zeros((c, c, h, w))
+        w_avg[np.arange(c), np.arange(c)] = 1.0 / (h * w)
+        post = [Affine(np.ones(c), np.zeros(c), slot=0)]
+        return [Node(n.name, "dla.conv", [x], list(n.outputs),
+                     {"stride": (1, 1), "dilation": (1, 1), "pads": (0, 0, 0, 0), "weight": w_avg, "post": post,
+                      "layers": [n.name]})]
+    if n.op.startswith("Global"):
+        method = "max" if n.op == "GlobalMaxPool" else "avg"
+        if h <= MAX_KERNEL and w <= MAX_KERNEL:
+            return [Node(n.name, "dla.pdp", [x], list(n.outputs),
+                         {"method": method, "kernel": (h, w), "stride": (h, w), "pads": (0, 0, 0, 0), "layers": [n.name]})]
+        # Two PDP passes: k1 x k1 pooling with stride k1, then the rest (exact for max, two roundings for avg).
+        k1h = next((d for d in range(2, MAX_KERNEL + 1) if h % d == 0 and h // d <= MAX_KERNEL), None)
+        k1w = next((d for d in range(2, MAX_KERNEL + 1) if w % d == 0 and w // d <= MAX_KERNEL), None)
+        if k1h is None or k1w is None:
+            return None
+        mid = g.fresh(f"{n.name}_partial")
+        g.shapes[mid] = (1, c, h // k1h, w // k1w)
+        return [Node(g.fresh(f"{n.name}_1"), "dla.pdp", [x], [mid],
+                     {"method": method, "kernel": (k1h, k1w), "stride": (k1h, k1w), "pads": (0, 0, 0, 0),
+                      "layers": [n.name], "amax_like": x}),
+                Node(n.name, "dla.pdp", [mid], list(n.outputs),
+                     {"method": method, "kernel": (h // k1h, w // k1w), "stride": (h // k1h, w // k1w),
+                      "pads": (0, 0, 0, 0), "layers": [n.name]})]
+    kh, kw = n.attrs["kernel"]
+    sy, sx = n.attrs["strides"]
+    pads = tuple(n.attrs["pads"])
+    if max(kh, kw) > MAX_KERNEL or max(sy, sx) > MAX_PDP_STRIDE or max(pads) > MAX_PDP_PAD:
+        return None
+    if pads[0] >= kh or pads[2] >= kh or pads[1] >= kw or pads[3] >= kw:
+        return None
+    method = "max" if n.op == "MaxPool" else "avg"
+    if method == "avg" and any(pads) and not n.attrs.get("count_include_pad", False):
+        return None  # PDP divides by the whole kernel
+    return [Node(n.name, "dla.pdp", [x], list(n.outputs),
+                 {"method": method, "kernel": (kh, kw), "stride": (sy, sx), "pads": pads, "layers": [n.name]})]
