@@ -10,7 +10,7 @@ from regressions.coverage.plugin import COVERAGE_ENV
 from regressions.coverage.rtl import REPO
 from tb.runner import RTL_COVERAGE_ENV
 
-NODE = "regressions/coverage/tests/test_functional.py::test_pdp_max_pool_hits_the_max_bin_only"
+NODE = "tests/regressions/coverage/test_functional.py::test_pdp_max_pool_hits_the_max_bin_only"
 
 
 def test_a_pytest_run_leaves_a_worker_file(tmp_path):
