@@ -21,7 +21,7 @@ from pathlib import Path
 from regressions.fuzz import serialize
 from runtime.suite import PASS, run_trace
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SEED = 20240607
 #: Examples per preset: the bug is found within the first few of each (3 to 6 with this seed).
 EXAMPLES = 100
