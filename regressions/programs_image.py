@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.codegen.conv import CONV_UNITS, emit_conv, weight_fetch_bytes
+from compiler.codegen.conv import emit_conv, weight_fetch_bytes
 from compiler.codegen.pack import pack_dc_weights, pack_feature
 from compiler.codegen.program import RegProgram, pointers
 from compiler.codegen.sdp import emit_sdp, sdp_enables
 from golden.config import HwConfig
+from golden.dma import CONV_UNITS
 from golden.engines.conv_datapath import cbuf_geometry, entries_per_slice
 from golden.regs import UNITS
 from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, Program, packed_cube, place_operands

@@ -12,6 +12,7 @@ import pytest
 
 from golden.config import get_config
 from golden.dla import Dla
+from golden.dma import CONV_UNITS
 from golden.engines import OpContext
 from golden.engines import conv_fp16 as F
 from golden.engines.conv_datapath import ConvGeometry, cbuf_geometry, entries_per_slice
@@ -176,7 +177,7 @@ def _engine(layer: WideConvLayer) -> tuple[np.ndarray, dict]:
     for name, value in program.writes:
         if "OP_ENABLE" not in name:
             dla.write_reg(dla.map.resolve(name)[0], value)
-    for unit in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"):
+    for unit in CONV_UNITS:
         views[unit] = dla.units[unit].view(0)
     ctx = OpContext(hw=NV_FULL, mem=dla.mem, regs=views)
     return run(ctx), ctx.status

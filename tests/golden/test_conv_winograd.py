@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from golden import ConfigError, Dla, UnsupportedError, get_config
+from golden.dma import CONV_UNITS
 from golden.engines import conv_winograd as cw
 from golden.regs import UNITS
 from regressions import programs_winograd as pw
@@ -317,11 +318,11 @@ def test_configs_without_winograd_refuse_it(config):
     with pytest.raises(UnsupportedError, match="Winograd") as info:
         for name, value in program.writes:
             dla.write_reg(dla.map.resolve(name)[0], value)
-    assert info.value.unit in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+    assert info.value.unit in CONV_UNITS
 
 
 @pytest.mark.parametrize("overrides, unit, text", [
-    ({f"{u}__D_MISC_CFG": dict(PROC_PRECISION=2) for u in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")}
+    ({f"{u}__D_MISC_CFG": dict(PROC_PRECISION=2) for u in CONV_UNITS}
      | {f"{u}__D_MISC_CFG": dict(IN_PRECISION=2, PROC_PRECISION=2) for u in ("CDMA", "CSC")},
      "CDMA", "fp16"),
     ({"CDMA__D_CVT_CFG": dict(CVT_EN=1)}, "CDMA", "CVT"),
@@ -336,6 +337,6 @@ def test_unmodelled_corners_are_unsupported(overrides, unit, text):
 def test_sdp_winograd_needs_a_winograd_conv():
     """A direct conv must not feed an SDP in Winograd mode (CACC sends raster order)."""
     lay = layer("int8")
-    overrides = {f"{u}__D_MISC_CFG": dict(CONV_MODE=0) for u in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")}
+    overrides = {f"{u}__D_MISC_CFG": dict(CONV_MODE=0) for u in CONV_UNITS}
     with pytest.raises(ConfigError, match="SDP.D_FEATURE_MODE_CFG.WINOGRAD"):
         run_program(NV_FULL, lay, **overrides)
