@@ -48,6 +48,7 @@ from regressions.programs import ConvLayer, Program, SdpLayer, program_conv
 from regressions.programs_sdp_pdp import program_sdp_pdp
 from regressions.reference import sdp as ref_sdp
 from regressions.reference.arith import OutsideCmodDomain
+from regressions.rtl.golden_verdict import golden_trace
 from regressions.rtl.nvdla_rtl import CONFIG, SIM_WORKERS, SIMULATOR, nvdla_rtl_options
 from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
 from runtime.suite import PASS, Outcome, run_batch
@@ -121,9 +122,8 @@ def layer_cases(prop: Property, examples: list[Any], directory: Path) -> list[Ca
             program, _ = prop.program(HW, example)
         except OutsideCmodDomain:  # undefined in the cmod: the reference refuses it, so does the fuzzer
             continue
-        out = program.run(Dla(HW))
         name = f"{i:03d}_{prop.name}"
-        cfg = program.write_trace(directory / CONFIG / name, name, zlib.crc32(out))
+        cfg = golden_trace(HW, program, directory / CONFIG, name)
 
         def save(error: str, example: Any = example) -> str:
             return str(found.save(prop, CONFIG, example, f"NVDLA RTL differs from golden: {error}",
@@ -174,12 +174,11 @@ def test_sdp_to_pdp_on_the_fly_equals_golden_on_nvdla_rtl(tmp_path: Path) -> Non
     cases = []
     for i, (sdp, pool) in enumerate(draw(sdp_pdp_layers(HW), FLYING, "sdp_pdp")):
         program = program_sdp_pdp(HW, sdp, pool)
+        name = f"{i:03d}_sdp_pdp"
         try:
-            out = program.run(Dla(HW))
+            cfg = golden_trace(HW, program, tmp_path / CONFIG, name)
         except ConfigError:  # a PDP golden says the RTL computes differently (docs/nvdla-rtl-vs-cmod.md P4)
             continue
-        name = f"{i:03d}_sdp_pdp"
-        cfg = program.write_trace(tmp_path / CONFIG / name, name, zlib.crc32(out))
         facts = {"shape": sdp.x.shape, "pool": (pool.method, pool.kernel, pool.stride, pool.pad)}
         cases.append(Case(name, cfg, lambda e, cfg=cfg, facts=facts: save_trace("sdp_pdp", cfg, facts, e), facts))
     report(run_cases(cases, tmp_path), "SDP->PDP layers")
