@@ -484,4 +484,7 @@ def read_weights(ctx: OpContext, op: ImageConv) -> np.ndarray:
 def run(ctx: OpContext) -> np.ndarray:
     """One image convolution; returns the CACC cube (K padded to the atom, OH, OW) int64 for SDP."""
     op = decode(dict(ctx.regs), ctx.hw)
-    return cacc_cube(ctx, extend(fetch(ctx, op), op), read_weights(ctx, op), op.geometry)
+    clip = ctx.regs["CACC"].D_CLIP_CFG.CLIP_TRUNCATE
+    out, saturated = cacc_cube(ctx.hw, extend(fetch(ctx, op), op), read_weights(ctx, op), op.geometry, clip)
+    ctx.report("CACC", "D_OUT_SATURATION", saturated)
+    return out

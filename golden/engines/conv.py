@@ -273,7 +273,9 @@ def _direct(ctx: OpContext, geom: ConvGeometry) -> np.ndarray:
         raw = np.frombuffer(plan.weights, dtype=np.uint8)
     else:
         raw = conv_wcomp.read_weights(hw, ctx.mem, regs, geom.kernels, geom.weight_bytes // geom.kernels, geom.dtype)
-    return cacc_cube(ctx, x, unpack_weights(raw, geom, hw), geom)
+    out, saturated = cacc_cube(hw, x, unpack_weights(raw, geom, hw), geom, regs["CACC"].D_CLIP_CFG.CLIP_TRUNCATE)
+    ctx.report("CACC", "D_OUT_SATURATION", saturated)
+    return out
 
 
 def _fp16(ctx: OpContext, geom: ConvGeometry) -> np.ndarray:

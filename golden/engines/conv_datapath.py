@@ -32,7 +32,6 @@ import numpy as np
 
 from golden.arith import rha, sat
 from golden.config import HwConfig
-from golden.engines import OpContext
 from golden.errors import UnsupportedError
 from golden.regs import RegView
 
@@ -268,14 +267,16 @@ def check_clip_truncate(cacc: RegView) -> None:
         raise cacc.D_CLIP_CFG.fail("CLIP_TRUNCATE", f"{clip} exceeds {CACC_MAX_TRUNCATE} (48-bit sums, 32-bit output)")
 
 
-def cacc_cube(ctx: OpContext, x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> np.ndarray:
+def cacc_cube(
+    hw: HwConfig, x: np.ndarray, w: np.ndarray, geom: ConvGeometry, clip_truncate: int
+) -> tuple[np.ndarray, int]:
     """CSC + CMAC + CACC of the integer datapath on a fetched (and converted) cube ``x`` and weights ``w``:
-    the CACC cube (K rounded up to the memory atom, OH, OW) int64 handed to SDP, the padding lanes 0, and
-    ``D_OUT_SATURATION`` reported."""
+    the CACC cube (K rounded up to the memory atom, OH, OW) int64 handed to SDP, the padding lanes 0, and the
+    count for ``D_OUT_SATURATION``. (It takes no OpContext: ``golden.cbuf`` imports this module and
+    ``golden.engines`` refers to ``golden.cbuf``, so importing the engines package here would close a cycle.)"""
     check_assembly_bound(x, w, geom)
     acc = direct_conv(x, w, geom)
-    atom = ctx.hw.atom_elements(geom.dtype)  # type: ignore[arg-type]
+    atom = hw.atom_elements(geom.dtype)  # type: ignore[arg-type]
     out = np.zeros((-(-geom.kernels // atom) * atom, geom.out_height, geom.out_width), dtype=np.int64)
-    out[: geom.kernels], saturated = cacc_deliver(acc, ctx.regs["CACC"].D_CLIP_CFG.CLIP_TRUNCATE)
-    ctx.report("CACC", "D_OUT_SATURATION", saturated)
-    return out
+    out[: geom.kernels], saturated = cacc_deliver(acc, clip_truncate)
+    return out, saturated
