@@ -57,7 +57,8 @@ def _golden(hw: HwConfig) -> Target:
     return GoldenTarget(hw)
 
 
-#: Targets by name. The testbench registers its simulators here (``register_target``).
+#: In-process targets by name, one trace per call (``register_target`` adds more; the simulators are
+#: batch targets below).
 TARGETS: dict[str, TargetFactory] = {"golden": _golden}
 
 

@@ -38,8 +38,8 @@ def _package(root: Path, name: str, modules: dict[str, str]) -> None:
 
 
 def test_a_lower_layer_importing_a_higher_one_breaks_the_contract(tmp_path: Path) -> None:
-    """A runtime-like package reaching up into an application-like one, inside a function as the old
-    importlib-free shortcuts did: the layers contract must report that very import."""
+    """A runtime-like package reaching up into an application-like one from inside a function (where the
+    runtime's CLI once imported the compiler): the layers contract must report that very import."""
     _package(tmp_path, "high", {"cli": "import low.executor\n"})
     _package(tmp_path, "low", {"executor": "def run():\n    from high.cli import main\n    return main\n"})
     (tmp_path / "pyproject.toml").write_text(
