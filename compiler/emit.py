@@ -17,7 +17,7 @@ from compiler.passes.split_conv import cbuf_reuse
 from compiler.passes.memplan import (
     ALIGN, REGION_INPUT, REGION_OUTPUT, REGION_SCRATCH, REGION_WEIGHTS, MemoryPlan, align,
 )
-from golden.intr import INTR_SOURCES, done_bit
+from golden.intr import done_bit
 from golden.regs import register_map
 from loadable import loadable_pb2 as pb
 
@@ -158,29 +158,6 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
     return ops
 
 
-def assign_groups(tasks: list[pb.Task]) -> None:
-    """Ping-pong register groups, as NVDLA's firmware alternates them: each unit's operations use groups
-    0, 1, 0, ... in execution order from a reset DLA (the runtime rebases on a DLA in another state).
-    Every op's ``S_POINTER`` writes select its group and its done bit is that group's."""
-    count: dict[str, int] = {}
-    for task in tasks:
-        if task.WhichOneof("kind") != "dla":
-            continue
-        for op in task.dla.ops:
-            armed = [w.name.split(".")[0][len("NVDLA_"):] for w in op.writes if ".D_OP_ENABLE" in w.name]
-            for w in op.writes:
-                if ".S_POINTER" in w.name:
-                    w.value = count.get(w.name.split(".")[0][len("NVDLA_"):], 0) & 1
-            mask = 0
-            for bit in range(32):
-                if op.interrupt_mask >> bit & 1:
-                    source = INTR_SOURCES.get(bit)
-                    mask |= 1 << (bit + (count.get(source[1], 0) & 1 if source else 0))
-            op.interrupt_mask = mask
-            for unit in armed:
-                count[unit] = count.get(unit, 0) + 1
-
-
 def _attr(a: pb.Attr, v) -> bool:
     if isinstance(v, (bool, np.bool_, int, np.integer)):
         a.i = int(v)
@@ -200,7 +177,9 @@ def _attr(a: pb.Attr, v) -> bool:
 def emit_loadable(g: Graph, ctx: CompileContext, *, source: str = "") -> pb.Loadable:
     hw, plan = ctx.hw, ctx.plan
     atom = hw.atom_elements()
-    ld = pb.Loadable(hw_config=hw.name, model_name=g.name, source=source, quantization=ctx.quant)
+    # ping-pong groups are the runtime's (runtime.groups): S_POINTER writes and done bits mean "this op's group"
+    ld = pb.Loadable(hw_config=hw.name, model_name=g.name, source=source, quantization=ctx.quant,
+                     pingpong=pb.Loadable.RUNTIME)
     weights = _Weights()
     tasks: list[pb.Task] = []
     task_of: dict[str, int] = {}  # tensor -> producing task id
@@ -234,7 +213,6 @@ def emit_loadable(g: Graph, ctx: CompileContext, *, source: str = "") -> pb.Load
                 _attr(cpu.attrs[key], v)
         for o in n.outputs:
             task_of[o] = tid
-    assign_groups(tasks)
     ld.tasks.extend(tasks)
     # Regions.
     ld.regions.add(id=REGION_WEIGHTS, name="weights", kind=pb.Region.WEIGHTS, size=max(len(weights.buf), ALIGN),

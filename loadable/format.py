@@ -31,8 +31,9 @@ from golden.regs import register_map
 from loadable import loadable_pb2 as pb
 
 MAGIC = b"DLALOAD\x00"
-#: (major, minor). Bump the major on any incompatible change of loadable.proto or of its meaning.
-LOADABLE_VERSION = (1, 0)
+#: (major, minor). Bump the major on any incompatible change of loadable.proto or of its meaning. 1.1 added
+#: ``Loadable.pingpong``; 1.0 files (groups fixed by the compiler) still read and run as before.
+LOADABLE_VERSION = (1, 1)
 HEADER = struct.Struct("<8sIII")
 
 #: Bytes per element of a FEATURE tensor's dtype.

@@ -1,16 +1,15 @@
 """Runs a loadable on any Target: places its regions, feeds the inputs, plays the tasks, reads the outputs.
 
 The executor speaks only the async Target protocol, so the golden model and an RTL simulation run the
-same code. A loadable is compiled for a freshly reset DLA (every unit's ping-pong CONSUMER at group 0);
-on a target that already ran something the executor re-bases the groups (see ``_Groups``), so the same
-network can run many times on one simulated DUT. ``Network.emit_trace`` turns each DLA task into a
+same code. Each operation's ping-pong register groups are chosen as it starts, from the target's state
+(``runtime.groups``), so the same network can run many times on one simulated DUT. ``Network.emit_trace`` turns each DLA task into a
 self-contained NVDLA ``.cfg`` trace, so a compiled network becomes a test for any target.
 
 Simulators (``target="verilator"|"icarus"``) run the whole network in one cocotb simulation
 (``tb.network``, found by module name as ``runtime.suite`` finds trace suites, so ``runtime`` never imports
 ``tb``). There a second, fallback Target may run the operations whose engines the DUT lacks: it must
 share the main target's memory (a golden ``Dla`` over the RTL's ``Memory``), and each target keeps its
-own ping-pong re-basing, updated whenever the other one runs an operation (see ``_Execution``).
+own ping-pong groups (see ``_Execution``).
 """
 from __future__ import annotations
 
@@ -36,6 +35,7 @@ from loadable.format import LoadableError, feature_span, read_loadable, surfaces
 from runtime.cpu_ops import Kernel, run_cpu_task
 from runtime.errors import ExecutionError
 from runtime.player import DEFAULT_TIMEOUT_NS
+from runtime.groups import Groups, consumer, group_bit, producer, symbolic
 from runtime.profile import OpProfile, Profile, target_label, traffic_of
 from runtime.target import InterruptTimeout, Target
 from runtime.trace import write_dat
@@ -381,8 +381,8 @@ class Network:
             fname = f"{name}_mem{i}.dat"
             write_dat(d / fname, data, chunk=32, skip_zero=True)
             lines.append(f'mem_load({mem}, {addr:#x}, "{fname}");')
-        # the task ran with these CONSUMER groups; a fresh target starts at 0, so swap groups to match
-        flip = {unit: c for unit, (_, c) in rec.pointers.items()}
+        # the task ran from these CONSUMER groups; a fresh target starts at 0, so swap groups to match
+        start = {unit: c for unit, (_, c) in rec.pointers.items()}
         for unit, (p, c) in sorted(rec.pointers.items()):
             if p ^ c:
                 lines.append(f"reg_write({self.regmap.unit(unit).register('S_POINTER').full_name}, 0x1);")
@@ -390,13 +390,13 @@ class Network:
         for writes, bits in rec.ops:
             for addr, value in writes:
                 reg = self.regmap.lookup(addr)
-                if reg.name == "S_POINTER" and reg.unit in flip:
-                    value ^= flip[reg.unit]
+                if reg.name == "S_POINTER" and reg.unit in start:
+                    value ^= start[reg.unit]
                 lines.append(f"reg_write({reg.full_name}, {value:#x});")
             for bit in bits:
                 pair = bit & ~1
                 source, unit = INTR_SOURCES[pair]
-                group = (bit & 1) ^ flip.get(unit, 0)
+                group = group_bit(bit & 1, start.get(unit, 0))
                 lines.append(f"intr_notify({source}_{group}, sync_id_{sync});")
                 sync += 1
         last = f"sync_id_{sync - 1}" if sync else "0"
@@ -423,9 +423,8 @@ class _Execution:
         self.fallback = fallback
         self.on_fallback = frozenset(on_fallback) if fallback is not None else frozenset()
         self.targets: list[Target] = [target] + ([fallback] if fallback is not None else [])
-        #: Per target (by id): unit -> 1 where the target's CONSUMER group differs from the loadable's.
-        self.flips: dict[int, dict[str, int]] = {id(t): {} for t in self.targets}
-        self.flip = self.flips[id(target)]
+        #: Per target (by id): its ping-pong groups.
+        self.groups: dict[int, Groups] = {id(t): Groups(symbolic(net.msg)) for t in self.targets}
         self.record = record
         self.records: list[_TaskRecord] = []
         self._current: _TaskRecord | None = None
@@ -542,36 +541,17 @@ class _Execution:
         return self.fallback if (task.id, index) in self.on_fallback else self.target
 
     async def rebase_groups(self, target: Target | None = None, units: Sequence[str] | None = None) -> None:
-        """The loadable assumes every ping-pong unit at CONSUMER 0 with PRODUCER 0 (a reset DLA). On a
-        target whose unit sits at CONSUMER 1, swap groups: S_POINTER writes and the awaited done bits of
-        that unit are XORed with 1, and PRODUCER is first set to the CONSUMER group. Only ``units`` (default:
-        every ping-pong unit the network programs) are read: a DUT need not answer for units it lacks."""
+        """Read ``target``'s ping-pong groups (``Groups.read``) before the run: only ``units`` (default: every
+        ping-pong unit the network programs), since a DUT need not answer for units it lacks."""
         target = target if target is not None else self.target
-        flip = self.flips[id(target)]
-        for addr, unit in self.net.pointer_units.items():
-            if units is not None and unit not in units:
-                continue
-            word = await target.read_reg(addr)
-            producer, consumer = word & 1, (word >> 16) & 1
-            flip[unit] = consumer
-            if producer != consumer:
-                await target.write_reg(addr, consumer)
-
-    def _intr_bits(self, mask: int, flip: Mapping[str, int] | None = None) -> list[int]:
-        flip = self.flip if flip is None else flip
-        bits = []
-        for bit in range(32):
-            if mask >> bit & 1:
-                source = INTR_SOURCES.get(bit & ~1)
-                bits.append(bit ^ flip.get(source[1], 0) if source else bit)
-        return bits
+        await self.groups[id(target)].read(target, self.net.pointer_units, units)
 
     async def run_dla_pipelined(self, task: pb.Task) -> None:
         """The task's operations with up to two in flight per ping-pong unit: an operation is started
         (programmed into its group and enabled) once no running operation writes a tensor it reads or
         reads a tensor it writes, and each of its units has a free group; the oldest running operation is
-        awaited (its done bits, then write-1-to-clear) until then. The compiler's static group alternation
-        already puts consecutive operations of a unit in different groups."""
+        awaited (its done bits, then write-1-to-clear) until then. ``Groups`` puts consecutive operations of a
+        unit in different groups."""
         inflight: list[tuple[str, set[str], set[str], set[str], list[int]]] = []  # where, units, ins, outs, bits
 
         async def retire() -> None:
@@ -597,23 +577,26 @@ class _Execution:
 
             while inflight and blocked():
                 await retire()
+            groups = self.groups[id(self.target)]
             try:
                 for w in op.writes:
-                    value = w.value
-                    if w.HasField("reloc"):
-                        value = (self.placement.address(w.reloc.region, w.reloc.offset) >> w.reloc.shift) & 0xFFFFFFFF
-                    unit = self.net.pointer_units.get(w.addr)
-                    if unit is not None:
-                        value ^= self.flip.get(unit, 0)
-                    await self.target.write_reg(w.addr, value)
+                    await self.target.write_reg(w.addr, self._value(w, groups))
             except DlaError as exc:
                 raise ExecutionError(f"{where}: {type(exc).__name__}: {exc}") from exc
-            inflight.append((where, units, ins, outs, self._intr_bits(op.interrupt_mask)))
+            inflight.append((where, units, ins, outs, groups.done_bits(op.interrupt_mask)))
+            groups.started(self.net.op_units(op))
             for unit in units:
                 n = sum(1 for f in inflight if unit in f[1])
                 self.max_in_flight[unit] = max(self.max_in_flight.get(unit, 0), n)
         while inflight:
             await retire()
+
+    def _value(self, w: pb.RegWrite, groups: Groups) -> int:
+        """The word a register write puts on the target: relocations resolved, ping-pong groups chosen."""
+        if w.HasField("reloc"):
+            return (self.placement.address(w.reloc.region, w.reloc.offset) >> w.reloc.shift) & 0xFFFFFFFF
+        unit = self.net.pointer_units.get(w.addr)
+        return w.value if unit is None else groups.pointer(unit, w.value)
 
     async def run_dla(self, task: pb.Task) -> None:
         if self.pipeline:
@@ -624,33 +607,25 @@ class _Execution:
         for index, op in enumerate(task.dla.ops):
             where = f"task {task.id} ({task.name!r}) op {op.name!r}"
             target = self._target_of(task, index)
-            flip = self.flips[id(target)]
+            groups = self.groups[id(target)]
             writes: list[tuple[int, int]] = []
             measure = self._start_measure(target, op) if self.profile is not None else None
             try:
                 for w in op.writes:
-                    value = w.value
-                    if w.HasField("reloc"):
-                        value = (self.placement.address(w.reloc.region, w.reloc.offset) >> w.reloc.shift) & 0xFFFFFFFF
-                    unit = self.net.pointer_units.get(w.addr)
-                    if unit is not None:
-                        value ^= flip.get(unit, 0)
+                    value = self._value(w, groups)
                     await target.write_reg(w.addr, value)
                     writes.append((w.addr, value))
-                bits = self._intr_bits(op.interrupt_mask, flip)
+                bits = groups.done_bits(op.interrupt_mask)
+                groups.started(self.net.op_units(op))
                 for bit in bits:
                     await target.wait_interrupt(1 << bit, self.timeout_ns)
                 # GLB.S_INTR_STATUS is write-1-to-clear, as the player does for intr_notify
                 await target.write_reg(self.net.intr_status_addr, sum(1 << b for b in bits))
             except (InterruptTimeout, DlaError) as exc:
                 raise ExecutionError(f"{where}: {type(exc).__name__}: {exc}") from exc
-            if len(self.targets) > 1:
-                # the loadable's groups of the units this op started moved on; the other targets' did not
-                for other in self.targets:
-                    if other is not target:
-                        oflip = self.flips[id(other)]
-                        for unit in self.net.op_units(op):
-                            oflip[unit] = oflip.get(unit, 0) ^ 1
+            for other in self.targets:
+                if other is not target:
+                    self.groups[id(other)].ran_elsewhere(self.net.op_units(op))
             if measure is not None:
                 self._end_measure(measure, task, op.name, "dla")
             if self._current is not None:
@@ -708,7 +683,7 @@ class _Execution:
         units = {u for op in task.dla.ops for w in op.writes if (u := self.net._pingpong_unit(w.addr))}
         for unit in sorted(units):
             word = await self.target.read_reg(self.net.regmap.address(unit, "S_POINTER"))
-            rec.pointers[unit] = (word & 1, (word >> 16) & 1)
+            rec.pointers[unit] = (producer(word), consumer(word))
         regions = sorted({w.reloc.region for op in task.dla.ops for w in op.writes if w.HasField("reloc")})
         for rid in regions:
             r = self.net.regions[rid]

@@ -90,6 +90,7 @@ def u32(v: int) -> int:
 
 
 def pointers(p: RegProgram, *units: str) -> None:
-    """``S_POINTER`` writes selecting ping-pong group 0; the runtime substitutes each unit's current group."""
+    """``S_POINTER`` writes selecting "this operation's" ping-pong group: the runtime picks the group when the
+    operation starts (``runtime.groups``), so the value written here is a placeholder 0."""
     for unit in units:
         p.reg(unit, "S_POINTER", 0)

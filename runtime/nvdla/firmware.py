@@ -31,6 +31,7 @@ from typing import Callable
 from golden.config import HwConfig
 from golden.errors import DlaError
 from golden.regs import register_map
+from runtime.groups import consumer, group_bit
 from runtime.nvdla import descriptors as d
 from runtime.nvdla.engines import ENGINES, Engine, FirmwareError, Group, Program
 from runtime.target import InterruptTimeout, Target
@@ -177,12 +178,12 @@ class Firmware:
         e = proc.engine
         if proc.group_status == 0x3:
             return None
-        consumer = e.consumer_of(await self.target.read_reg(self.regmap.address(e.pointer_unit, e.pointer_register)))
+        running = e.consumer_of(await self.target.read_reg(self.regmap.address(e.pointer_unit, e.pointer_register)))
         rdma = 0
         if e.rdma_pointer_unit is not None:
-            rdma = (await self.target.read_reg(self.regmap.address(e.rdma_pointer_unit, "S_POINTER")) >> 16) & 1
+            rdma = consumer(await self.target.read_reg(self.regmap.address(e.rdma_pointer_unit, "S_POINTER")))
         self.stats.reads += 2 if e.rdma_pointer_unit else 1
-        group = consumer if not proc.group_status else int(not (proc.group_status >> 1))
+        group = running if not proc.group_status else int(not (proc.group_status >> 1))
         rdma_id = rdma if not proc.rdma_status else int(not (proc.rdma_status >> 1))
         return group, rdma_id
 
@@ -353,10 +354,10 @@ class Firmware:
         for proc in self.procs.values():
             e = proc.engine
             for gid in (0, 1):
-                if status >> (e.done_bit + gid) & 1:
+                if status >> group_bit(e.done_bit, gid) & 1:
                     proc.events[gid] |= 1 << d.EVENT_OP_COMPLETED
                 for bit, event in e.extra_events:
-                    if status >> (bit + gid) & 1:
+                    if status >> group_bit(bit, gid) & 1:
                         proc.events[gid] |= 1 << event
 
     async def service(self) -> None:

@@ -280,7 +280,7 @@ def test_inspect_prints_header_regions_tensors_tasks_and_plan(pool_file, capsys)
     assert main(["inspect", str(pool_file)]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0] == "loadable v1.0  config nv_small  model pools  source hand-built  quantization per-kernel"
+    assert lines[0] == "loadable v1.1  config nv_small  model pools  source hand-built  quantization per-kernel"
     assert "inputs: x (1, 12, 8, 8)" in lines and "outputs: y (1, 12, 2, 2), prob (1, 12, 2, 2)" in lines
     assert any(line.split()[:4] == ["region", "1", "SCRATCH", "256"] for line in lines)
     assert any(line.split()[:4] == ["x", "(1,", "12,", "8,"] and "region 0 (input)+0x0" in line for line in lines)

@@ -16,6 +16,7 @@ from typing import Callable
 
 from golden.config import HwConfig
 from golden.regs import RegisterMap
+from runtime.groups import consumer
 from runtime.nvdla.descriptors import DataCube, LutParam, MEM_HW, Struct
 
 __all__ = ["FirmwareError", "Group", "Program", "Engine", "ENGINES", "register", "hi32", "lo32", "RAM", "PRECISION"]
@@ -116,7 +117,7 @@ class Engine:
     #: register of ``pointer_unit`` utils_get_free_group reads, and the hardware's consumer group in it
     #: (S_POINTER.CONSUMER; BDMA has no pointer and reads STATUS.GRP0_BUSY instead)
     pointer_register: str = "S_POINTER"
-    consumer_of: Callable[[int], int] = lambda word: (word >> 16) & 1
+    consumer_of: Callable[[int], int] = consumer
     #: an op the enable step completes in software, with no hardware done interrupt (a BDMA op with no
     #: transfers): the firmware raises its OP_COMPLETED event itself
     completes_at_enable: Callable[[Group], bool] = lambda group: False
