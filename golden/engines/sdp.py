@@ -37,7 +37,7 @@ import numpy as np
 
 from golden import fp
 from golden.arith import rha, sat, sign_extend
-from golden.engines import Engine, OpContext, Views, register
+from golden.engines import Engine, OpContext, Views, conv_batch, register
 from golden.config import HwConfig
 from golden.dma import dma_address, dma_bytes, space_for
 from golden.engines.sdp_lut import lut_lookup, lut_lookup_fp
@@ -602,8 +602,6 @@ def rdma_needed(regs: Views) -> bool:
 def run(ctx: OpContext) -> np.ndarray | None:
     sdp = ctx.regs["SDP"]
     if sdp.D_FEATURE_MODE_CFG.BATCH_NUMBER:
-        from golden.engines import conv_batch  # batched conv output: this function once per batch
-
         return conv_batch.sdp_batches(ctx, run)
     needs_rdma = rdma_needed(ctx.regs)
     rdma = ctx.regs["SDP_RDMA"] if needs_rdma else None
