@@ -8,7 +8,8 @@ from compiler.codegen.cdp import emit_cdp
 from compiler.codegen.conv import emit_conv
 from compiler.codegen.pack import pack_dc_weights, pack_operands
 from compiler.codegen.pdp import emit_pdp
-from compiler.codegen.program import Cube, OperandPlacement, RegProgram
+from compiler.codegen.program import Cube, OperandPlacement
+from golden.program import RegProgram
 from compiler.codegen.sdp import STAGES, stage_mem_use
 from compiler.hwparams import TensorOperand
 from compiler.ir import Graph, Node
@@ -81,11 +82,10 @@ def _place_operands(prm, weights: _Weights, plan: MemoryPlan, dst: Cube, atom: i
 
 def _to_pb_writes(hw, regs: RegProgram, op: pb.DlaOp) -> None:
     rmap = register_map(hw.address_map)
-    for name, value, reloc in regs.writes:
-        addr, _ = rmap.resolve(name)
-        w = op.writes.add(addr=addr, value=value, name=name)
-        if reloc is not None:
-            w.reloc.region, w.reloc.offset, w.reloc.shift = reloc[0], reloc[1], 0
+    for write in regs.writes:
+        w = op.writes.add(addr=rmap.address(write.unit, write.name), value=write.value, name=write.full_name)
+        if write.reloc is not None:
+            w.reloc.region, w.reloc.offset, w.reloc.shift = write.reloc[0], write.reloc[1], 0
 
 
 def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[pb.DlaOp]:

@@ -1,14 +1,14 @@
 """Register programs for single layers, built from mathematical parameters.
 
-A ``Program`` is the project's currency in small: NVDLA register writes (by name) plus the memory image
-they need, and the output region to read back. It runs on a ``golden.Dla`` directly or becomes a
+A ``LayerTest`` is the project's currency in small: a register program (``golden.program.RegProgram``)
+plus the memory image it needs, and the output region to read back. It runs on a ``golden.Dla`` directly or becomes a
 ``.cfg`` trace for any target. The reference-math tests, the benchmarks and the fuzzers build their
 operations here; the register writes come from the compiler's codegen (``compiler.codegen``) with fixed
 addresses, so these tests exercise exactly what compiled networks program.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -18,10 +18,11 @@ from compiler.codegen.cdp import emit_cdp
 from compiler.codegen.conv import emit_conv
 from compiler.codegen.pack import pack_dc_weights, pack_feature, pack_operands, strides, unpack_feature
 from compiler.codegen.pdp import emit_pdp
-from compiler.codegen.program import Cube, OperandPlacement, RegProgram
+from compiler.codegen.program import Cube, OperandPlacement
 from compiler.codegen.sdp import STAGES, is_reg_operand, stage_mem_use
 from golden.config import HwConfig
 from golden.lut import LutRegisters
+from golden.program import RegProgram
 
 #: Default memory map of a single-layer program (all in primary DRAM).
 SRC_BASE = 0x8000_0000
@@ -31,14 +32,30 @@ DST_BASE = 0x8400_0000
 
 
 @dataclass
-class Program:
-    writes: list[tuple[str, int]] = field(default_factory=list)
+class LayerTest:
+    """A single-layer test: a register program (fixed addresses), the memory image it needs, and the output
+    bytes to read back once ``intr`` fired."""
+
+    regs: RegProgram
     memory: list[tuple[int, bytes]] = field(default_factory=list)
     output: tuple[int, int] = (DST_BASE, 0)  # (address, size)
     intr: str = "SDP_0"
 
+    @property
+    def writes(self) -> list[tuple[str, int]]:
+        """The program's writes as (NVDLA register name, value); assigning replaces the program."""
+        return self.regs.absolute()
+
+    @writes.setter
+    def writes(self, writes: Sequence[tuple[str, int]]) -> None:
+        self.regs = RegProgram.of(self.regs.hw, writes)
+
     def extend(self, regs: RegProgram) -> None:
-        self.writes += regs.absolute()
+        self.regs.writes += regs.writes
+
+    def with_writes(self, writes: Sequence[tuple[str, int]]) -> "LayerTest":
+        """A copy whose program is ``writes`` (tests patch single registers this way)."""
+        return replace(self, regs=RegProgram.of(self.regs.hw, writes))
 
     def run(self, dla) -> bytes:
         """Load memory, write every register (engines fire on their OP_EN) and return the output bytes."""
@@ -90,7 +107,7 @@ class PoolLayer:
         return (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
 
 
-def program_pdp(hw: HwConfig, layer: PoolLayer, crop: bool = True) -> Program:
+def program_pdp(hw: HwConfig, layer: PoolLayer, crop: bool = True) -> LayerTest:
     """``crop=False`` keeps the layer's raw geometry (unused input rows and pads, ``emit_pdp``)."""
     from compiler.hwparams import PdpParams
 
@@ -98,7 +115,7 @@ def program_pdp(hw: HwConfig, layer: PoolLayer, crop: bool = True) -> Program:
     c, h, w = layer.x.shape
     oh, ow = layer.out_hw()
     (kh, kw) = layer.kernel
-    p = Program(intr="PDP_0")
+    p = LayerTest(RegProgram(hw), intr="PDP_0")
     p.memory.append((SRC_BASE, pack_feature(layer.x, atom)))
     dst = packed_cube(DST_BASE, c, oh, ow, atom)
     p.output = (DST_BASE, -(-c // atom) * dst.surface_stride)
@@ -127,10 +144,10 @@ class LrnLayer:
     datout_shifter: int = 0
 
 
-def program_cdp(hw: HwConfig, layer: LrnLayer) -> Program:
+def program_cdp(hw: HwConfig, layer: LrnLayer) -> LayerTest:
     atom = hw.atom_elements()
     c, h, w = layer.x.shape
-    p = Program(intr="CDP_0")
+    p = LayerTest(RegProgram(hw), intr="CDP_0")
     p.memory.append((SRC_BASE, pack_feature(layer.x, atom)))
     dst = packed_cube(DST_BASE, c, h, w, atom)
     p.output = (DST_BASE, -(-c // atom) * dst.surface_stride)
@@ -143,7 +160,7 @@ def program_cdp(hw: HwConfig, layer: LrnLayer) -> Program:
 # ---- SDP ------------------------------------------------------------------------------------------------
 @dataclass
 class SdpLayer:
-    """An SDP operation from memory. ``params`` is a ``regressions.reference.sdp.SdpParams``-like object
+    """An SDP operation from memory. ``params`` is a ``regressions.lib.reference.sdp.SdpParams``-like object
     with x1/x2/y stages, lut and output cvt; operands are ints (REG), (C,) arrays (MEM per kernel) or
     (C, H, W) arrays (MEM per element)."""
 
@@ -156,7 +173,7 @@ def _operand_kind(op) -> str:
     return {0: "reg", 1: "kernel", 3: "element"}[np.asarray(op).ndim]
 
 
-def place_operands(p: Program, prm, c: int, h: int, w: int, atom: int, operand_bytes: int) -> dict[str, OperandPlacement]:
+def place_operands(p: LayerTest, prm, c: int, h: int, w: int, atom: int, operand_bytes: int) -> dict[str, OperandPlacement]:
     """Pack every memory operand of ``prm`` into ``p.memory`` from OPERAND_BASE on; their placements."""
     base = OPERAND_BASE
     placed = {}
@@ -176,12 +193,12 @@ def place_operands(p: Program, prm, c: int, h: int, w: int, atom: int, operand_b
     return placed
 
 
-def program_sdp(hw: HwConfig, layer: SdpLayer) -> Program:
+def program_sdp(hw: HwConfig, layer: SdpLayer) -> LayerTest:
     from compiler.codegen.sdp import emit_sdp, sdp_enables
 
     atom = hw.atom_elements()
     c, h, w = layer.x.shape
-    p = Program(intr="SDP_0")
+    p = LayerTest(RegProgram(hw), intr="SDP_0")
     p.memory.append((SRC_BASE, pack_feature(layer.x, atom)))
     dst = packed_cube(DST_BASE, c, h, w, atom)
     p.output = (DST_BASE, -(-c // atom) * dst.surface_stride)
@@ -219,9 +236,9 @@ class ConvLayer:
         return ((h + 2 * pt - ((r - 1) * dy + 1)) // sy + 1, (w + 2 * pl - ((s - 1) * dx + 1)) // sx + 1)
 
 
-def program_conv(dla_or_hw, layer: ConvLayer, reuse=None) -> Program | bytes:
-    """Program a direct convolution whose int32 CACC output SDP converts on the fly and writes.
-    Given a ``Dla`` it runs the layer and returns the output bytes; given a HwConfig, the Program.
+def program_conv(dla_or_hw, layer: ConvLayer, reuse=None) -> LayerTest | bytes:
+    """LayerTest a direct convolution whose int32 CACC output SDP converts on the fly and writes.
+    Given a ``Dla`` it runs the layer and returns the output bytes; given a HwConfig, the LayerTest.
     ``reuse`` (``compiler.codegen.conv.CbufReuse``) keeps its input or weights in the CBUF for the next
     convolution, or takes the previous one's."""
     from compiler.hwparams import SdpParams
@@ -231,7 +248,7 @@ def program_conv(dla_or_hw, layer: ConvLayer, reuse=None) -> Program | bytes:
     c, h, w = layer.x.shape
     k, _, r, s = layer.w.shape
     oh, ow = layer.output_hw()
-    p = Program(intr="SDP_0")
+    p = LayerTest(RegProgram(hw), intr="SDP_0")
     p.memory += [(SRC_BASE, pack_feature(layer.x, atom)), (WEIGHT_BASE, pack_dc_weights(layer.w, hw))]
     dst = packed_cube(DST_BASE, k, oh, ow, atom)
     p.output = (DST_BASE, -(-k // atom) * dst.surface_stride)

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.codegen.conv import weight_fetch_bytes
-from compiler.codegen.program import RegProgram
+from golden.program import RegProgram
 from golden.config import HwConfig
 from golden.dma import CONV_UNITS
-from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, Program
+from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, LayerTest
 
 #: Bytes per element of both 16-bit precisions.
 BPE = 2
@@ -110,7 +110,7 @@ def data_banks(c: int, h: int, w: int, hw: HwConfig | None = None) -> int:
 
 
 # ---- the program ------------------------------------------------------------------------------------------
-def program_conv_wide(hw: HwConfig, layer: WideConvLayer) -> Program:
+def program_conv_wide(hw: HwConfig, layer: WideConvLayer) -> LayerTest:
     """The register program and memory image of ``layer``; its output region is the SDP's cube."""
     if hw.address_map != "full":
         raise ValueError(f"16-bit convolution programs target nv_full's register map, not {hw.name}")
@@ -126,7 +126,7 @@ def program_conv_wide(hw: HwConfig, layer: WideConvLayer) -> Program:
     line, surf = w * atom * BPE, h * w * atom * BPE
     oline, osurf = ow * atom * BPE, oh * ow * atom * BPE
 
-    p = Program(intr="SDP_0")
+    p = LayerTest(RegProgram(hw), intr="SDP_0")
     p.memory += [(SRC_BASE, pack16(layer.x, atom)), (WEIGHT_BASE, wbytes + bytes(wsize - len(wbytes)))]
     p.output = (DST_BASE, -(-k // atom) * osurf)
     regs = RegProgram(hw)

@@ -1,7 +1,7 @@
 """Register programs for fp16 SDP operations (nv_full), built from the fp16 reference's parameters.
 
 The fp16 counterpart of ``regressions.programs.program_sdp``: an ``SdpFp16Layer`` holds the input cube as
-fp16 bit patterns and a ``regressions.reference.sdp_fp16.Fp16Params``; ``program_sdp_fp16`` writes the
+fp16 bit patterns and a ``regressions.lib.reference.sdp_fp16.Fp16Params``; ``program_sdp_fp16`` writes the
 registers (fp16 REG operands in the X fields' low 16 bits, fp32 words in the Y REG fields, fp16 LUT
 entries and slope scales, fp32 LUT START/END) and lays out the memory image (2-byte fp16 elements,
 16-channel atoms on nv_full). The NaN/Inf counters and the LUT/saturation counters are switched on so a
@@ -15,9 +15,10 @@ import numpy as np
 
 from compiler.codegen.lut import emit_lut
 from compiler.codegen.pack import pack_feature, pack_operands, strides
-from compiler.codegen.program import Cube, RegProgram, pointers, u32
+from compiler.codegen.program import Cube, pointers, u32
+from golden.program import RegProgram
 from golden.config import HwConfig
-from regressions.programs import DST_BASE, OPERAND_BASE, SRC_BASE, Program
+from regressions.programs import DST_BASE, OPERAND_BASE, SRC_BASE, LayerTest
 
 #: (parameter stage, register prefix, operand DMA prefix)
 STAGES = (("x1", "BS", "B"), ("x2", "BN", "N"), ("y", "EW", "E"))
@@ -48,14 +49,14 @@ def atom_of(hw: HwConfig) -> int:
     return hw.atom_elements("fp16")
 
 
-def program_sdp_fp16(hw: HwConfig, layer: SdpFp16Layer) -> Program:
+def program_sdp_fp16(hw: HwConfig, layer: SdpFp16Layer) -> LayerTest:
     """Registers and memory of an fp16 SDP operation reading its input from memory."""
     prm = layer.params
     atom = atom_of(hw)
     c, h, w = layer.x.shape
     line, surf = strides(c, h, w, atom, 2)
     dst = Cube(DST_BASE, c, h, w, line, surf)
-    prog = Program(intr="SDP_0")
+    prog = LayerTest(RegProgram(hw), intr="SDP_0")
     prog.memory.append((SRC_BASE, pack_feature(np.asarray(layer.x) & 0xFFFF, atom, 2)))
     prog.output = (DST_BASE, -(-c // atom) * surf)
 

@@ -1,6 +1,6 @@
 """Register programs for image (pixel) input convolutions and batched direct convolutions.
 
-Like ``regressions.programs``: a layer of mathematical parameters becomes a ``Program`` (NVDLA register
+Like ``regressions.programs``: a layer of mathematical parameters becomes a ``LayerTest`` (NVDLA register
 writes by name plus the memory image) whose output SDP writes on the fly behind CACC. The image program
 writes the registers the way NVDLA's firmware does for ``DATAIN_FORMAT=PIXEL`` (``sw:kmd/firmware/conv.c``):
 pixel planes at their pitch, CDMA left/right padding, the kernel pre-extended into channels (``s * lanes + c``)
@@ -15,13 +15,14 @@ import numpy as np
 
 from compiler.codegen.conv import emit_conv, weight_fetch_bytes
 from compiler.codegen.pack import pack_dc_weights, pack_feature
-from compiler.codegen.program import RegProgram, pointers
+from compiler.codegen.program import pointers
+from golden.program import RegProgram
 from compiler.codegen.sdp import emit_sdp, sdp_enables
 from golden.config import HwConfig
 from golden.dma import CONV_UNITS
 from golden.engines.conv_datapath import cbuf_geometry, entries_per_slice
 from golden.regs import UNITS
-from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, Program, packed_cube, place_operands
+from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, LayerTest, packed_cube, place_operands
 
 #: Base of the chroma plane of semi-planar images.
 UV_BASE = 0x8080_0000
@@ -149,7 +150,7 @@ def _plane_image(rows: np.ndarray, stride: int) -> bytes:
     return buf.tobytes()
 
 
-def program_image_conv(hw: HwConfig, layer: ImageLayer) -> Program:
+def program_image_conv(hw: HwConfig, layer: ImageLayer) -> LayerTest:
     """Image convolution (int8 datapath) whose output SDP converts with ``layer.out_cvt`` and writes."""
     from compiler.hwparams import SdpParams
 
@@ -160,7 +161,7 @@ def program_image_conv(hw: HwConfig, layer: ImageLayer) -> Program:
     oh, ow = layer.output_hw()
     cx = s * lanes
     line, uv = layer.strides(hw)
-    p = Program(intr="SDP_0")
+    p = LayerTest(RegProgram(hw), intr="SDP_0")
     p.memory.append((SRC_BASE, _plane_image(layer.plane0, line)))
     if len(sizes) == 2:
         p.memory.append((UV_BASE, _plane_image(layer.plane1, uv)))  # type: ignore[arg-type]
@@ -270,7 +271,7 @@ class BatchConvLayer:
     out_cvt: tuple[int, int, int] = (0, 1, 0)
     src_gap: int = 0
     dst_gap: int = 0
-    #: SDP stages instead of ``out_cvt`` (a ``regressions.reference.sdp.SdpParams``); its MEM operands, per
+    #: SDP stages instead of ``out_cvt`` (a ``regressions.lib.reference.sdp.SdpParams``); its MEM operands, per
     #: kernel or per element of one output cube, serve every batch.
     sdp: object | None = None
 
@@ -293,12 +294,13 @@ class BatchConvLayer:
         return _align(src, 64) + self.src_gap, _align(dst, 64) + self.dst_gap
 
 
-def _insert_before_enables(p: Program, writes: list[tuple[str, int]]) -> None:
-    first = next(i for i, (name, _) in enumerate(p.writes) if name.endswith(".D_OP_ENABLE_0"))
-    p.writes[first:first] = writes
+def _insert_before_enables(p: LayerTest, writes: list[tuple[str, int]]) -> None:
+    program = p.writes
+    first = next(i for i, (name, _) in enumerate(program) if name.endswith(".D_OP_ENABLE_0"))
+    p.writes = program[:first] + writes + program[first:]
 
 
-def program_batch_conv(hw: HwConfig, layer: BatchConvLayer) -> Program:
+def program_batch_conv(hw: HwConfig, layer: BatchConvLayer) -> LayerTest:
     """Batched direct convolution: batch b read at ``SRC_BASE + b * input stride``, written by SDP at
     ``DST_BASE + b * output stride``."""
     from compiler.hwparams import SdpParams
@@ -308,7 +310,7 @@ def program_batch_conv(hw: HwConfig, layer: BatchConvLayer) -> Program:
     k, _, r, s = layer.w.shape
     oh, ow = layer.output_hw()
     src_stride, dst_stride = layer.batch_strides(hw)
-    p = Program(intr="SDP_0")
+    p = LayerTest(RegProgram(hw), intr="SDP_0")
     for b in range(n):
         p.memory.append((SRC_BASE + b * src_stride, pack_feature(layer.xs[b], atom)))
     p.memory.append((WEIGHT_BASE, pack_dc_weights(layer.w, hw)))

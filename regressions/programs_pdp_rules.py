@@ -2,7 +2,7 @@
 
 Each case is one or two pooling layers (``programs.program_pdp``) played back to back on one DUT. Golden's CRCs
 are checked when golden runs the whole case; when golden refuses it (``ConfigError``), each layer's CRC is the
-one it has alone (golden's, or the cmod rule of ``regressions.reference.pdp`` when golden refuses the layer
+one it has alone (golden's, or the cmod rule of ``regressions.lib.reference.pdp`` when golden refuses the layer
 itself), so the RTL must FAIL it to show that the refusal is right.
 
 - ``avg_*``: AVERAGE with raw PAD_VALUE_nX outside n*int8 and reciprocals above 1/kernel: golden's
@@ -24,7 +24,7 @@ from golden import Dla
 from golden.config import HwConfig
 from golden.errors import ConfigError
 from regressions import programs
-from regressions.reference import pdp as ref_pdp
+from regressions.lib.reference import pdp as ref_pdp
 
 _POINTER = re.compile(r"NVDLA_(\w+)\.S_POINTER_0")
 _OP_ENABLE = re.compile(r"NVDLA_(\w+)\.D_OP_ENABLE_0")

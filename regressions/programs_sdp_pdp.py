@@ -8,11 +8,11 @@ those emit, re-targeted.
 from __future__ import annotations
 
 from compiler.codegen.pdp import emit_pdp
-from compiler.codegen.program import RegProgram
+from golden.program import RegProgram
 from compiler.hwparams import PdpParams
 from golden.config import HwConfig
 from golden.regs import UNITS
-from regressions.programs import DST_BASE, PoolLayer, Program, SdpLayer, packed_cube, program_sdp
+from regressions.programs import DST_BASE, PoolLayer, LayerTest, SdpLayer, packed_cube, program_sdp
 
 #: Where SDP's own DMA would write were it not on the fly: away from the output, so a stray write is not
 #: mistaken for PDP's result (and shows up in neither CRC).
@@ -31,7 +31,7 @@ def _set(name_value: tuple[str, int], unit: str, reg: str, **fields: int) -> tup
     return name, value
 
 
-def program_sdp_pdp(hw: HwConfig, sdp: SdpLayer, pool: PoolLayer) -> Program:
+def program_sdp_pdp(hw: HwConfig, sdp: SdpLayer, pool: PoolLayer) -> LayerTest:
     """``sdp`` then ``pool`` (whose ``x`` only gives the shape, that of ``sdp.x``) on the fly; output: the
     pooled cube at ``DST_BASE``."""
     atom = hw.atom_elements()
@@ -55,6 +55,6 @@ def program_sdp_pdp(hw: HwConfig, sdp: SdpLayer, pool: PoolLayer) -> Program:
     emit_pdp(regs, packed_cube(SDP_DST_BASE, c, h, w, atom), dst, prm, crop_rows=False)  # SDP sends every row
     pdp_writes = [_set(nv, "PDP", "D_OPERATION_MODE_CFG", FLYING_MODE=0) for nv in regs.absolute()
                   if not nv[0].startswith("NVDLA_PDP_RDMA.")]
-    p = Program(writes=pdp_writes + sdp_writes, memory=first.memory, intr="PDP_0")
+    p = LayerTest(RegProgram.of(hw, pdp_writes + sdp_writes), memory=first.memory, intr="PDP_0")
     p.output = (DST_BASE, -(-c // atom) * dst.surface_stride)
     return p

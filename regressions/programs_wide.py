@@ -15,12 +15,13 @@ import numpy as np
 from compiler.codegen.cdp import emit_cdp
 from compiler.codegen.pack import pack_feature, strides
 from compiler.codegen.pdp import emit_pdp
-from compiler.codegen.program import Cube, RegProgram
+from compiler.codegen.program import Cube
+from golden.program import RegProgram
 from compiler.hwparams import PdpParams
 from golden.config import HwConfig
 from golden.lut import LutRegisters
 from golden.regs import UNITS
-from regressions.programs import DST_BASE, SRC_BASE, Program
+from regressions.programs import DST_BASE, SRC_BASE, LayerTest
 
 #: ``D_DATA_FORMAT`` encodings.
 PRECISION = {"int8": 0, "int16": 1, "fp16": 2}
@@ -101,13 +102,13 @@ def _finish(
     return out
 
 
-def program_pdp_wide(hw: HwConfig, layer: WidePoolLayer) -> Program:
+def program_pdp_wide(hw: HwConfig, layer: WidePoolLayer) -> LayerTest:
     """Registers and memory of a PDP operation from memory (one split; see the fuzz module for splits)."""
     c, h, w = layer.x.shape
     oh, ow = layer.out_hw()
     atom = atom_of(hw, layer.dtype)
     src, dst = _cube(SRC_BASE, hw, layer.dtype, c, h, w), _cube(DST_BASE, hw, layer.dtype, c, oh, ow)
-    p = Program(intr="PDP_0")
+    p = LayerTest(RegProgram(hw), intr="PDP_0")
     p.memory.append((SRC_BASE, pack_feature(np.asarray(layer.x, dtype=np.int64), atom, 2)))
     p.output = (DST_BASE, -(-c // atom) * dst.surface_stride)
     recip_w, recip_h = layer.recips()
@@ -119,12 +120,12 @@ def program_pdp_wide(hw: HwConfig, layer: WidePoolLayer) -> Program:
     return p
 
 
-def program_cdp_wide(hw: HwConfig, layer: WideLrnLayer) -> Program:
+def program_cdp_wide(hw: HwConfig, layer: WideLrnLayer) -> LayerTest:
     """Registers and memory of a CDP operation (LUT uploaded through S_LUT_ACCESS_*)."""
     c, h, w = layer.x.shape
     atom = atom_of(hw, layer.dtype)
     src, dst = _cube(SRC_BASE, hw, layer.dtype, c, h, w), _cube(DST_BASE, hw, layer.dtype, c, h, w)
-    p = Program(intr="CDP_0")
+    p = LayerTest(RegProgram(hw), intr="CDP_0")
     p.memory.append((SRC_BASE, pack_feature(np.asarray(layer.x, dtype=np.int64), atom, 2)))
     p.output = (DST_BASE, -(-c // atom) * dst.surface_stride)
     regs = RegProgram(hw)

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.codegen.pack import pack_feature, strides
-from compiler.codegen.program import RegProgram, pointers
+from compiler.codegen.program import pointers
+from golden.program import RegProgram
 from golden.config import HwConfig
 from golden.dma import CONV_UNITS
 from golden.regs import UNITS
-from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, Program
-from regressions.reference import conv_winograd as ref_wg
-from regressions.reference import wcomp as ref_wcomp
+from regressions.lib.reference import conv_winograd as ref_wg
+from regressions.lib.reference import wcomp as ref_wcomp
+from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, LayerTest
 
 WMB_BASE = 0x8280_0000
 WGS_BASE = 0x82C0_0000
@@ -86,7 +87,7 @@ def _word(name: str, **fields: int) -> tuple[str, int]:
     return register.full_name, register.encode(**fields)
 
 
-def program_winograd(hw: HwConfig, layer: WinogradLayer) -> Program:
+def program_winograd(hw: HwConfig, layer: WinogradLayer) -> LayerTest:
     """Winograd conv -> SDP (flying, Winograd mode) -> memory, with uncompressed weights."""
     prec, bpe = layer.precision, BPE[layer.precision]
     a = atom(hw, prec)
@@ -103,7 +104,7 @@ def program_winograd(hw: HwConfig, layer: WinogradLayer) -> Program:
     line, surf = strides(c, h, w, a, bpe)
     oline, osurf = strides(k, oh, ow, a, bpe)
 
-    p = Program(intr="SDP_0")
+    p = LayerTest(RegProgram(hw), intr="SDP_0")
     p.memory += [(SRC_BASE, pack_feature(layer.x, a, bpe)), (WEIGHT_BASE, weights + bytes(wbytes - len(weights)))]
     p.output = (DST_BASE, -(-k // a) * osurf)
     r = RegProgram(hw)
@@ -184,7 +185,7 @@ def program_winograd(hw: HwConfig, layer: WinogradLayer) -> Program:
 
 def expected_winograd(hw: HwConfig, layer: WinogradLayer) -> np.ndarray:
     """The reference's output cube (every lane of the output atoms), before packing."""
-    from regressions.reference import sdp as ref_sdp
+    from regressions.lib.reference import sdp as ref_sdp
 
     a = atom(hw, layer.precision)
     acc = ref_wg.winograd_conv(
@@ -201,7 +202,7 @@ def expected_winograd(hw: HwConfig, layer: WinogradLayer) -> np.ndarray:
 
 
 # ---- compressed weights ---------------------------------------------------------------------------------------
-def compress_weights(hw: HwConfig, program: Program, raw: bytes, *, kernels: int, precision: str,
+def compress_weights(hw: HwConfig, program: LayerTest, raw: bytes, *, kernels: int, precision: str,
                      keep: np.ndarray | None = None) -> ref_wcomp.Compressed:
     """Rewrite ``program`` (whose weights at WEIGHT_BASE are ``raw``, ``kernels`` kernels) to read them
     compressed; returns the three blocks. The weight banks shrink to leave the last CBUF bank to the WMB."""

@@ -167,7 +167,7 @@ async def run_job(dut, job: TraceJob, settings: BenchSettings, target_name: str)
             result["status"], result["detail"] = FAIL, caps
             return result
         result["sim"]["dut"] = caps.describe()
-        lacking = caps.missing(required_engines(trace, target.regmap))
+        lacking = caps.missing(required_engines(trace.commands, target.regmap))
         if lacking:
             result["status"], result["detail"] = NA, not_applicable(lacking)
             return result

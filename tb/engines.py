@@ -15,12 +15,12 @@ A trace that needs anything the DUT lacks is not applicable (N/A), never passed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Iterable
 
 from golden.config import HwConfig
 from golden.dla import CFGROM_PDP_NO_SDP_FLYING, CFGROM_SDP_CAPS, CFGROM_TYPE_BITS, cfgrom_values
 from golden.regs import RegisterMap, register_map
-from runtime.trace import IntrNotify, RegWrite, Trace
+from runtime.trace import Cmd, IntrNotify, RegWrite
 
 #: intr_notify source -> the unit whose completion raises it.
 INTR_SOURCE_UNITS = {
@@ -46,9 +46,9 @@ COMPARED_WORDS = (
 SDP_PDP_FLYING = "SDP->PDP on-the-fly"
 
 
-def required_engines(trace: Trace, regmap: RegisterMap) -> list[str]:
-    """Units (CFGROM names) and SDP sub-units (``SDP_BS``, ``SDP_BN``, ``SDP_EW``, ``SDP_LUT``) the trace
-    needs, in the order it first needs them. SDP sub-units are judged from the register values written
+def required_engines(commands: Iterable[Cmd], regmap: RegisterMap) -> list[str]:
+    """Units (CFGROM names) and SDP sub-units (``SDP_BS``, ``SDP_BN``, ``SDP_EW``, ``SDP_LUT``) a trace's
+    commands need, in the order it first needs them. SDP sub-units are judged from the register values written
     last before each SDP enable (the registers' reset values bypass every sub-unit)."""
     needed: list[str] = []
     last: dict[int, int] = {}
@@ -62,7 +62,7 @@ def required_engines(trace: Trace, regmap: RegisterMap) -> list[str]:
         addr = regmap.address(unit, reg)
         return r.field(fld).decode(last.get(addr, r.reset))
 
-    for cmd in trace.commands:
+    for cmd in commands:
         if isinstance(cmd, RegWrite):
             last[cmd.addr] = cmd.value
             reg = regmap.lookup(cmd.addr)

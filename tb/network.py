@@ -139,17 +139,11 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
-class _OpProgram:
-    """An op's register program as a trace's command list, for ``tb.engines.required_engines``."""
-
-    def __init__(self, net, op: pb.DlaOp) -> None:
-        self.commands = [RegWrite(0, (r.full_name if (r := net.regmap.lookup(w.addr)) else ""), w.addr, w.value)
-                         for w in op.writes]
-
-
 def op_requirements(net, op: pb.DlaOp) -> list[str]:
     """Units and SDP sub-units (``SDP_BS`` ...) the operation needs, in the order it first needs them."""
-    return required_engines(_OpProgram(net, op), net.regmap)
+    writes = [RegWrite(0, (r.full_name if (r := net.regmap.lookup(w.addr)) else ""), w.addr, w.value)
+              for w in op.writes]
+    return required_engines(writes, net.regmap)
 
 
 def describe_missing(missing: list[str]) -> str:

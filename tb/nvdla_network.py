@@ -44,7 +44,7 @@ from runtime.errors import ExecutionError
 from runtime.nvdla import descriptors as d
 from runtime.nvdla import fbs
 from runtime.nvdla.engines import ENGINES as FIRMWARE_ENGINES
-from runtime.nvdla.engines import FirmwareError, Group, Program
+from runtime.nvdla.engines import FirmwareError, Group, FirmwareStep
 from runtime.nvdla.firmware import FirmwareStats
 from runtime.nvdla.run import NvdlaNetwork, NvdlaRunError, Output, RunResult, TaskResult
 from runtime.suite import TargetSetupError
@@ -249,7 +249,7 @@ def check_program(net: NvdlaNetwork, o: OpNeeds, hw: HwConfig) -> list[OpWork]:
         except FirmwareError as exc:
             raise FirmwareError(f"{where}: {exc}") from None
 
-    p = Program(register_map(hw.address_map), hw, address_of, lut, where)
+    p = FirmwareStep(register_map(hw.address_map), hw, address_of, lut, where)
     g = Group(id=0, rdma_id=0, index=o.index, op=o.op, surface=o.surface, rdma_needed=e.rdma_needed(o.op, o.surface))
     try:
         e.program(p, g)

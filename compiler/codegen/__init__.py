@@ -2,8 +2,9 @@
 
 Each ``emit_*`` takes the operation's integer parameters (``compiler.hwparams``) and where its cubes and
 operands live (absolute addresses or ``(region, offset)`` relocations) and appends register writes to a
-``RegProgram``. The compiler uses relocations; ``regressions.programs`` uses fixed addresses.
+``golden.program.RegProgram``. The compiler uses relocations; ``regressions.programs`` uses fixed addresses.
 """
-from compiler.codegen.program import Cube, Loc, OperandPlacement, RegProgram
+from compiler.codegen.program import Cube, OperandPlacement
+from golden.program import Loc, RegProgram
 
 __all__ = ["Cube", "Loc", "OperandPlacement", "RegProgram"]

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from compiler.codegen.lut import emit_lut
-from compiler.codegen.program import Cube, RegProgram, pointers, u32
+from compiler.codegen.program import Cube, pointers, u32
+from golden.program import RegProgram
 
 
 def emit_cdp(p: RegProgram, src: Cube, dst: Cube, prm, ram_type: int = 1) -> None:

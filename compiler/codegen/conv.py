@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.codegen.program import Cube, Loc, OperandPlacement, RegProgram, pointers
+from compiler.codegen.program import Cube, OperandPlacement, pointers
+from golden.program import Loc, RegProgram
 from compiler.codegen.sdp import emit_sdp, sdp_enables
 from golden.config import HwConfig
 from golden.dma import CONV_UNITS

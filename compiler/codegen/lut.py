@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from compiler.codegen.program import RegProgram, u32
+from compiler.codegen.program import u32
+from golden.program import RegProgram
 from golden.lut import LutRegisters
 
 

@@ -1,7 +1,8 @@
 """PDP (pooling) from memory to memory."""
 from __future__ import annotations
 
-from compiler.codegen.program import Cube, RegProgram, pointers
+from compiler.codegen.program import Cube, pointers
+from golden.program import RegProgram
 from compiler.hwparams import PdpParams
 
 METHODS = {"avg": 0, "max": 1, "min": 2}

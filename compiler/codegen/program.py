@@ -1,19 +1,10 @@
-"""``RegProgram``: ordered NVDLA register writes, some of whose values are relocated addresses."""
+"""Where the compiler's register programs point: feature cubes and SDP operand placements, plus the
+``S_POINTER`` writes every emitter starts with. The program type itself is ``golden.program.RegProgram``."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Union
+from dataclasses import dataclass
 
-from golden.config import HwConfig
-from golden.regs import UNITS
-
-#: An address: absolute bytes, or (region id, byte offset) resolved when the runtime places the region.
-Loc = Union[int, tuple[int, int]]
-
-
-def loc_add(loc: Loc, delta: int) -> Loc:
-    return loc + delta if isinstance(loc, int) else (loc[0], loc[1] + delta)
-
+from golden.program import Loc, RegProgram, loc_add
 
 @dataclass(frozen=True)
 class Cube:
@@ -54,35 +45,6 @@ class OperandPlacement:
     use: str  # "alu", "mul" or "both"
     line_stride: int = 0
     surface_stride: int = 0
-
-
-@dataclass
-class RegProgram:
-    hw: HwConfig
-    #: (full register name, value, relocation or None); with a relocation the value is the offset's shift.
-    writes: list[tuple[str, int, tuple[int, int] | None]] = field(default_factory=list)
-
-    def reg(self, unit: str, register: str, value: int = 0, **fields: int) -> None:
-        reg = UNITS[unit].register(register)
-        word = reg.encode(**fields) if fields else value & 0xFFFFFFFF
-        self.writes.append((reg.full_name, word, None))
-
-    def addr(self, unit: str, register: str, loc: Loc) -> None:
-        """An address register (``*_LOW``): absolute value, or a relocation the runtime resolves."""
-        reg = UNITS[unit].register(register)
-        if isinstance(loc, int):
-            self.writes.append((reg.full_name, loc & 0xFFFFFFFF, None))
-        else:
-            self.writes.append((reg.full_name, 0, (int(loc[0]), int(loc[1]))))
-
-    def absolute(self) -> list[tuple[str, int]]:
-        """The writes as (name, value); every address must be absolute."""
-        out = []
-        for name, value, reloc in self.writes:
-            if reloc is not None:
-                raise ValueError(f"{name} is relocated against region {reloc[0]}")
-            out.append((name, value))
-        return out
 
 
 def u32(v: int) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.codegen.lut import emit_lut
-from compiler.codegen.program import Cube, OperandPlacement, RegProgram, pointers, u32
+from compiler.codegen.program import Cube, OperandPlacement, pointers, u32
+from golden.program import RegProgram
 
 STAGES = (("x1", "BS", "B"), ("x2", "BN", "N"), ("y", "EW", "E"))
 

@@ -2,10 +2,10 @@
 independent plain-loop reference bit for bit, every output lane included.
 
 * ``conv_fp16``: fp16 (or int16 converted by CDMA) through the cmod's block-aligned CMAC and 48-bit CACC
-  (``regressions.reference.conv_fp16``), FP32 handed to an otherwise bypassed SDP that writes fp16
+  (``regressions.lib.reference.conv_fp16``), FP32 handed to an otherwise bypassed SDP that writes fp16
   (``Fp32ToFp16``: nearest even, saturating at +-65504).
-* ``conv_int16``: int16 through ``regressions.reference.conv`` (48-bit accumulation, CLIP_TRUNCATE) and the
-  int16 SDP output converter of ``regressions.reference.sdp``.
+* ``conv_int16``: int16 through ``regressions.lib.reference.conv`` (48-bit accumulation, CLIP_TRUNCATE) and the
+  int16 SDP output converter of ``regressions.lib.reference.sdp``.
 
 Programs come from ``regressions.programs_conv_wide`` (the compiler's codegen is int8 only). Examples are
 ``WideConvLayer``s, registered with ``regressions.fuzz.serialize`` so shrunk failures are saved and replayed.
@@ -18,19 +18,19 @@ from golden import Dla
 from golden.config import HwConfig
 from regressions.fuzz import serialize
 from regressions.fuzz.properties import Property, register
-from regressions.fuzz.strategies.conv import fp16_conv_layers, int16_conv_layers
-from regressions.programs import Program
+from regressions.lib.reference import conv as ref_conv
+from regressions.lib.reference import conv_fp16 as ref_fp16
+from regressions.lib.reference import sdp as ref_sdp
+from regressions.lib.strategies.conv import fp16_conv_layers, int16_conv_layers
+from regressions.programs import LayerTest
 from regressions.programs_conv_wide import WideConvLayer, atom16, pack16, program_conv_wide, unpack16
-from regressions.reference import conv as ref_conv
-from regressions.reference import conv_fp16 as ref_fp16
-from regressions.reference import sdp as ref_sdp
 
 #: The only preset with int16 and fp16 datapaths.
 CONFIGS = ("nv_full",)
 
 serialize.TYPES.setdefault(WideConvLayer.__name__, WideConvLayer)
 
-Built = tuple[Program, bytes, tuple[int, int, int]]
+Built = tuple[LayerTest, bytes, tuple[int, int, int]]
 
 
 def _padded(cube: np.ndarray, atom: int) -> np.ndarray:
@@ -41,7 +41,7 @@ def _padded(cube: np.ndarray, atom: int) -> np.ndarray:
 
 
 def build_fp16(hw: HwConfig, layer: WideConvLayer) -> Built:
-    """Program and the reference's output bytes of an fp16 layer."""
+    """LayerTest and the reference's output bytes of an fp16 layer."""
     atom = atom16(hw)
     k = layer.w.shape[0]
     oh, ow = layer.output_hw()
@@ -58,7 +58,7 @@ def build_fp16(hw: HwConfig, layer: WideConvLayer) -> Built:
 
 
 def build_int16(hw: HwConfig, layer: WideConvLayer) -> Built:
-    """Program and the reference's output bytes of an int16 layer."""
+    """LayerTest and the reference's output bytes of an int16 layer."""
     atom = atom16(hw)
     k = layer.w.shape[0]
     oh, ow = layer.output_hw()
@@ -96,7 +96,7 @@ def _check(build):
 
 
 def _program(build):
-    def program(hw: HwConfig, layer: WideConvLayer) -> tuple[Program, bytes]:
+    def program(hw: HwConfig, layer: WideConvLayer) -> tuple[LayerTest, bytes]:
         built, want, _ = build(hw, layer)
         return built, want
 

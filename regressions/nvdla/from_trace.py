@@ -27,7 +27,7 @@ from golden.config import HwConfig
 from golden.regs import RegisterMap, register_map
 from runtime.nvdla import descriptors as d
 from runtime.nvdla import fbs
-from runtime.nvdla.engines import ENGINES, Group, Program
+from runtime.nvdla.engines import ENGINES, Group, FirmwareStep
 from runtime.nvdla.writer import LoadableBuilder
 from runtime.trace import CheckCrc, MemInit, MemLoad, RegWrite, parse_cfg, parse_dat
 
@@ -287,7 +287,7 @@ def _registers(trace, regmap: RegisterMap) -> tuple[dict[tuple[str, str], int], 
 
 
 def _check_expressible(invs: list[Inverse], regs: Regs, values: dict, hw: HwConfig, engine: str) -> None:
-    """Program the descriptors forward and compare with the trace (see the module docstring)."""
+    """FirmwareStep the descriptors forward and compare with the trace (see the module docstring)."""
     addresses = [addr for inv in invs for addr in inv.cubes.values()]
 
     def address_of(index: int, offset: int) -> int:  # index i = the i-th cube of the ops' ``cubes``
@@ -304,7 +304,7 @@ def _check_expressible(invs: list[Inverse], regs: Regs, values: dict, hw: HwConf
             cube.address = first + i
             setattr(surface, name, cube)
         first += len(inv.cubes)
-        p = Program(regs.regmap, hw, address_of, lambda i, lut=inv.lut: lut, f"{engine} op {n} ({e.name})")
+        p = FirmwareStep(regs.regmap, hw, address_of, lambda i, lut=inv.lut: lut, f"{engine} op {n} ({e.name})")
         g = Group(id=0, rdma_id=0, index=n, op=inv.op, surface=surface, rdma_needed=e.rdma_needed(inv.op, surface))
         e.program(p, g)
         e.enable(p, g)

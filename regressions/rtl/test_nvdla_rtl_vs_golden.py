@@ -42,13 +42,13 @@ from golden.config import HwConfig
 from regressions.fuzz import found
 from regressions.fuzz.engines import CDP, CONV, PDP, SDP
 from regressions.fuzz.properties import PROPERTIES, Property
-from regressions.fuzz.strategies.pdp import pdp_examples
-from regressions.fuzz.strategies.sdp import _output_cvt, _x_stage
-from regressions.programs import ConvLayer, Program, SdpLayer, program_conv
+from regressions.lib.golden_verdict import golden_trace
+from regressions.lib.reference import sdp as ref_sdp
+from regressions.lib.reference.arith import OutsideCmodDomain
+from regressions.lib.strategies.pdp import pdp_examples
+from regressions.lib.strategies.sdp import _output_cvt, _x_stage
+from regressions.programs import ConvLayer, LayerTest, SdpLayer, program_conv
 from regressions.programs_sdp_pdp import program_sdp_pdp
-from regressions.reference import sdp as ref_sdp
-from regressions.reference.arith import OutsideCmodDomain
-from regressions.rtl.golden_verdict import golden_trace
 from regressions.rtl.nvdla_rtl import CONFIG, SIM_WORKERS, SIMULATOR, nvdla_rtl_options
 from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
 from runtime.suite import PASS, Outcome, run_batch
@@ -197,7 +197,7 @@ def layer_sequences(hw: HwConfig) -> st.SearchStrategy[list[tuple[Property, Any]
     return st.lists(one, min_size=2, max_size=4)
 
 
-def sequence_trace(steps: list[tuple[str, Program]], directory: Path, name: str) -> tuple[Path, dict]:
+def sequence_trace(steps: list[tuple[str, LayerTest]], directory: Path, name: str) -> tuple[Path, dict]:
     """One trace playing ``steps`` (name, program) in order on one DUT: each loads its memory image (the
     programs share addresses), programs the ping-pong group its units' CONSUMER pointers have reached (every
     enabled unit flips after its operation), waits for its interrupt and checks golden's CRC of its output
@@ -237,7 +237,7 @@ def sequence_trace(steps: list[tuple[str, Program]], directory: Path, name: str)
     return cfg, facts
 
 
-def layer_steps(layers: list[tuple[Property, Any]]) -> list[tuple[str, Program]]:
+def layer_steps(layers: list[tuple[Property, Any]]) -> list[tuple[str, LayerTest]]:
     return [(prop.name, prop.program(HW, example)[0]) for prop, example in layers]
 
 
@@ -284,7 +284,7 @@ def conv_reuse_pairs(draw_, hw: HwConfig) -> ReusePair:
     return ReusePair(layer, replace(layer, **{changed: fresh}), kept)
 
 
-def reuse_steps(pair: ReusePair) -> list[tuple[str, Program]]:
+def reuse_steps(pair: ReusePair) -> list[tuple[str, LayerTest]]:
     from compiler.codegen.conv import CbufReuse
 
     keep = CbufReuse(keep_data=True) if pair.kept == "data" else CbufReuse(keep_weights=True)

@@ -1,6 +1,6 @@
 """The PDP engine (rtl/engines/dla_pdp.v) against golden.Dla, bit for bit, on rtl/NV_nvdla under
-Icarus (tests/rtl/tb_nvdla.v with its random-latency AXI memory that checks the AXI rules), through
-``regressions.rtl.golden_verdict.GoldenVectors``.
+Icarus (tb/vectors/tb_nvdla.v with its random-latency AXI memory that checks the AXI rules), through
+``regressions.lib.golden_verdict.GoldenVectors``.
 
 Each case is a sequence of pooling layers built by ``regressions.programs.program_pdp`` (directed
 edge cases + random legal configurations: MAX/MIN/AVERAGE, kernels 1..8, strides 1..16, padding
@@ -28,10 +28,10 @@ from golden.config import HwConfig
 from golden.engines.pdp import pooled_size
 from golden.errors import ConfigError
 from golden.regs import UNITS
-from regressions.programs import PoolLayer, Program, program_pdp
-from regressions.rtl.golden_verdict import GoldenVectors
+from regressions.lib.golden_verdict import GoldenVectors
+from regressions.programs import PoolLayer, LayerTest, program_pdp
 from tb.duts import BUILTIN_DUT, dut_config
-from tests.rtl import sim
+from tb.vectors import sim
 
 pytestmark = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not installed")
 
@@ -77,7 +77,7 @@ def pack_strided(x: np.ndarray, atom: int, line: int, surf: int) -> bytes:
     return buf.tobytes()
 
 
-def build_program(hw: HwConfig, case: Case, group: int, src: int, dst: int) -> Program:
+def build_program(hw: HwConfig, case: Case, group: int, src: int, dst: int) -> LayerTest:
     """program_pdp with our addresses and strides, the ping-pong group and (optionally) split-width
     mode."""
     prog = program_pdp(hw, case.layer)

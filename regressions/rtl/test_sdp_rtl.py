@@ -1,7 +1,7 @@
 """rtl/engines/dla_sdp.v against the golden model: random SDP layers (X1/X2 with register and memory
 operands, per kernel and per element, 1- and 2-byte, DATA_USE ALU/MUL/BOTH, PReLU, ReLU, output CVT,
-D_PERF_OUT_SATURATION) run on rtl/NV_nvdla under Icarus with tests/rtl/tb_nvdla.v (random-latency
-AXI memory that checks the AXI rules), through ``regressions.rtl.golden_verdict.GoldenVectors``.
+D_PERF_OUT_SATURATION) run on rtl/NV_nvdla under Icarus with tb/vectors/tb_nvdla.v (random-latency
+AXI memory that checks the AXI rules), through ``regressions.lib.golden_verdict.GoldenVectors``.
 
 Each layer is built by ``regressions.programs.program_sdp`` and then moved into the testbench's 1 MiB
 memory window: bases get random byte offsets (unaligned to the bus where the address unit allows
@@ -25,11 +25,11 @@ from golden import ConfigError, UnsupportedError, get_config
 from golden.config import HwConfig
 from golden.dla import Dla
 from golden.layout import CubeLayout
-from regressions.programs import Program, SdpLayer, program_sdp, strides
-from regressions.reference.sdp import SdpParams, SdpXParams
-from regressions.rtl.golden_verdict import GoldenVectors
-from tests.rtl import sim
-from tests.rtl.vectors import Vectors
+from regressions.lib.golden_verdict import GoldenVectors
+from regressions.lib.reference.sdp import SdpParams, SdpXParams
+from regressions.programs import LayerTest, SdpLayer, program_sdp, strides
+from tb.vectors import sim
+from tb.vectors import Vectors
 
 pytestmark = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not installed")
 
@@ -95,7 +95,7 @@ def random_layer(rng: random.Random, hw: HwConfig, force: str | None = None) -> 
 # ---------------------------------------------------------------------------------------------------
 @dataclass
 class Placed:
-    program: Program
+    program: LayerTest
     image: list[tuple[int, bytes]]  # memory to load (8-byte aligned chunks)
     dst: tuple[int, int]  # (aligned start, length) of the destination span to compare
 

@@ -33,7 +33,7 @@ from golden.errors import DlaError
 from golden.regs import register_map
 from runtime.groups import consumer, group_bit
 from runtime.nvdla import descriptors as d
-from runtime.nvdla.engines import ENGINES, Engine, FirmwareError, Group, Program
+from runtime.nvdla.engines import ENGINES, Engine, FirmwareError, Group, FirmwareStep
 from runtime.target import InterruptTimeout, Target
 
 __all__ = ["FirmwareError", "TaskMemory", "Firmware", "FirmwareStats"]
@@ -112,14 +112,14 @@ class Firmware:
         self.stats.writes += 1
         await self.target.write_reg(self.regmap.address(unit, name), value)
 
-    async def _run_program(self, p: Program) -> None:
+    async def _run_program(self, p: FirmwareStep) -> None:
         for i, (unit, name, value) in enumerate(p.writes):
             if i in p.polls:
                 await self._poll(p.polls[i], p.where)
             await self._write(unit, name, value)
 
-    def _program(self, where: str) -> Program:
-        return Program(self.regmap, self.hw, lambda i, off: self.mem.address(i, off, where), self._lut_sync, where)
+    def _program(self, where: str) -> FirmwareStep:
+        return FirmwareStep(self.regmap, self.hw, lambda i, off: self.mem.address(i, off, where), self._lut_sync, where)
 
     # ---- network -----------------------------------------------------------------------------------
     async def load_network(self) -> None:

@@ -9,7 +9,7 @@ from compiler.codegen import conv as codegen_conv
 from golden.config import get_config
 from golden.dla import Dla
 from golden.errors import ConfigError
-from regressions.programs import WEIGHT_BASE, ConvLayer, Program, program_conv
+from regressions.programs import WEIGHT_BASE, ConvLayer, LayerTest, program_conv
 
 HW = get_config("nv_small")
 
@@ -20,7 +20,7 @@ def _layer(seed: int, c: int = 20, h: int = 6, w: int = 6, k: int = 10, r: int =
                      out_cvt=(0, 1, 6))
 
 
-def _program(layer: ConvLayer, group: int = 0, **overrides: int) -> Program:
+def _program(layer: ConvLayer, group: int = 0, **overrides: int) -> LayerTest:
     """The layer's program in ping-pong ``group``, with register words replaced (``CDMA_D_MISC_CFG=...``
     sets that register in every conv unit that has it, for the CSC too)."""
     p = program_conv(HW, layer)
@@ -41,7 +41,7 @@ def _alone(layer: ConvLayer) -> bytes:
     return program_conv(Dla(HW), layer)
 
 
-def _in_sequence(first: Program, second: Program, clobber=None) -> bytes:
+def _in_sequence(first: LayerTest, second: LayerTest, clobber=None) -> bytes:
     """Run ``first`` then ``second`` on one Dla; ``clobber(dla)`` runs after the second's memory image is
     loaded, just before its registers are written."""
     dla = Dla(HW)
@@ -50,7 +50,7 @@ def _in_sequence(first: Program, second: Program, clobber=None) -> bytes:
         dla.mem.write(addr, data)
     if clobber is not None:
         clobber(dla)
-    return Program(second.writes, [], second.output).run(dla)
+    return LayerTest(second.regs, [], second.output).run(dla)
 
 
 SKIP_WEIGHT_RLS, WEIGHT_REUSE, SKIP_DATA_RLS, DATA_REUSE = 1 << 28, 1 << 20, 1 << 24, 1 << 16

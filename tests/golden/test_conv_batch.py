@@ -36,7 +36,7 @@ def patched(program: programs.Program, **changes: dict) -> programs.Program:
                 for f, v in fields.items():
                     value = (value & ~reg.field(f).mask) | reg.field(f).encode(v)
                 writes[i] = (full, value)
-    return dataclasses.replace(program, writes=writes)
+    return program.with_writes(writes)
 
 
 def unbatched(lay: BatchConvLayer, b: int) -> bytes:
@@ -78,7 +78,7 @@ def test_saturation_counts_add_up_over_batches():
 
 
 def test_memory_operands_serve_every_batch():
-    from regressions.reference import sdp as ref_sdp
+    from regressions.lib.reference import sdp as ref_sdp
 
     lay = layer(n=2, k=9)
     oh, ow = lay.output_hw()
@@ -128,10 +128,10 @@ def test_cacc_and_sdp_must_pair_atoms_alike():
     program = programs_image.program_batch_conv(HW, layer())
     moved = [(n, v + 32 if n == "NVDLA_CACC.D_DATAOUT_ADDR_0" else v) for n, v in program.writes]
     with pytest.raises(UnsupportedError) as info:
-        dataclasses.replace(program, writes=moved).run(Dla(HW))
+        program.with_writes(moved).run(Dla(HW))
     assert info.value.unit == "CACC"
     moved = [(n, v + 64 if n == "NVDLA_CACC.D_DATAOUT_ADDR_0" else v) for n, v in program.writes]
-    dataclasses.replace(program, writes=moved).run(Dla(HW))  # same alignment: fine
+    program.with_writes(moved).run(Dla(HW))  # same alignment: fine
 
 
 @pytest.mark.parametrize("config", ["nv_small", "nv_large"])
@@ -140,7 +140,7 @@ def test_configs_without_batch_mode_refuse(config):
     lay = layer(n=2, c=8, k=4)
     program = programs_image.program_batch_conv(HW, lay)
     with pytest.raises(UnsupportedError) as info:
-        dataclasses.replace(program, writes=[(n, v) for n, v in program.writes]).run(Dla(hw))
+        program.with_writes(program.writes).run(Dla(hw))
     assert info.value.unit == "CDMA" and "batch" in str(info.value)
 
 

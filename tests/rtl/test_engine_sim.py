@@ -16,9 +16,7 @@ import pytest
 from golden import get_config
 from golden.config import HwConfig
 from golden.regs import register_map
-
-from . import sim
-from .vectors import MASK64, Vectors
+from tb.vectors import MASK64, Vectors, sim
 
 pytestmark = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not installed")
 
@@ -29,7 +27,7 @@ ENGINES = {  # slot: (core, rdma, beats register of the RDMA, status register th
 DONE_BIT = {"PDP": 4, "SDP": 0}
 
 
-class Program:
+class EngineScenario:
     """Builds the steps and keeps a model of memory and of the consumer pointers."""
 
     def __init__(self, hw: HwConfig, rng: random.Random) -> None:
@@ -58,7 +56,7 @@ class Program:
         return words
 
     def configure(self, slot: str, group: int, src: int, dst: int, beats: int, strb: int) -> list[int]:
-        """Program one test-engine operation into ``group`` (producer) of both units; returns the
+        """EngineScenario one test-engine operation into ``group`` (producer) of both units; returns the
         destination words expected afterwards. Source and destination are filled in memory."""
         core, rdma, beats_reg, _ = ENGINES[slot]
         nbytes = beats * self.beat_bytes
@@ -103,7 +101,7 @@ class Program:
 
 
 def engine_program(hw: HwConfig, rng: random.Random) -> Vectors:
-    p = Program(hw, rng)
+    p = EngineScenario(hw, rng)
     bb = p.beat_bytes
     full = (1 << bb) - 1
     status = ("GLB", "S_INTR_STATUS")
@@ -209,7 +207,7 @@ def engine_program(hw: HwConfig, rng: random.Random) -> Vectors:
 
 def chain_program(hw: HwConfig, rng: random.Random) -> Vectors:
     """With DLA_SDP_PDP_FLYING: SDP (OUTPUT_DST=PDP) and PDP (ON_FLYING) start together."""
-    p = Program(hw, rng)
+    p = EngineScenario(hw, rng)
     full = (1 << p.beat_bytes) - 1
     p.configure("SDP", 0, 0x8000_1000, 0x8000_8000, beats=6, strb=full)
     p.configure("PDP", 0, 0x8000_2000, 0x8000_9000, beats=7, strb=full)
@@ -252,7 +250,7 @@ def test_sdp_to_pdp_on_the_fly_starts_both(tmp_path):
 
 
 def test_csb_timing_is_cycle_exact(tmp_path):
-    """tests/rtl/tb_csb_timing.v: back-to-back requests, answers exactly 2 cycles after acceptance."""
+    """tb/vectors/tb_csb_timing.v: back-to-back requests, answers exactly 2 cycles after acceptance."""
     hw = get_config("nv_small")
     cfg = sim.config_dir(tmp_path, hw)
     build, vvp = sim.icarus_build(tmp_path, cfg, {}, top="tb_csb_timing", extra=[sim.HERE / "tb_csb_timing.v"])

@@ -17,14 +17,14 @@ from regressions.programs import (
     OPERAND_BASE,
     SRC_BASE,
     PoolLayer,
-    Program,
+    LayerTest,
     SdpLayer,
     program_pdp,
     program_sdp,
     strides,
 )
 from loadable.format import write_loadable
-from regressions.reference.sdp import SdpParams, SdpXParams, sdp
+from regressions.lib.reference.sdp import SdpParams, SdpXParams, sdp
 from runtime.errors import ExecutionError
 from runtime.executor import Network, dequantize, load, quantize
 from runtime.golden_target import GoldenTarget
@@ -37,9 +37,9 @@ C, H, W = 12, 8, 8
 
 
 # ---- hand-built loadables ----------------------------------------------------------------------------
-def dla_op(name: str, program: Program, relocs: dict[int, tuple[int, int]], group: int, done_bit: int,
+def dla_op(name: str, program: LayerTest, relocs: dict[int, tuple[int, int]], group: int, done_bit: int,
            inputs: list[str], outputs: list[str], engines: list[str]) -> pb.DlaOp:
-    """A Program's writes as a DlaOp: names resolved to addresses, absolute buffer addresses turned into
+    """A LayerTest's writes as a DlaOp: names resolved to addresses, absolute buffer addresses turned into
     relocations ({absolute address: (region, offset)}), S_POINTER set to ``group`` (the ping-pong group a
     fresh DLA uses for this op), waiting for ``done_bit + group``."""
     op = pb.DlaOp(name=name, engines=engines, interrupt_mask=1 << (done_bit + group), inputs=inputs,

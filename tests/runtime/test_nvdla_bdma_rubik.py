@@ -11,7 +11,7 @@ from golden.regs import register_map
 from runtime.golden_target import GoldenTarget
 from runtime.nvdla import descriptors as d
 from runtime.nvdla import fbs
-from runtime.nvdla.engines import ENGINES, FirmwareError, Group, Program
+from runtime.nvdla.engines import ENGINES, FirmwareError, Group, FirmwareStep
 from runtime.nvdla.engines import bdma, rubik
 from runtime.nvdla.run import NvdlaNetwork, NvdlaRunError
 from runtime.nvdla.writer import LoadableBuilder
@@ -43,12 +43,12 @@ class Recorder(GoldenTarget):
         return [i for i, e in enumerate(self.log) if e[:2] == (kind, name)][nth]
 
 
-def make_program(hw=HW) -> Program:
-    return Program(regmap=register_map(hw.address_map), hw=hw, address_of=lambda i, off: BASE + 0x10000 * i + off,
+def make_program(hw=HW) -> FirmwareStep:
+    return FirmwareStep(regmap=register_map(hw.address_map), hw=hw, address_of=lambda i, off: BASE + 0x10000 * i + off,
                    lut=lambda i: d.LutParam(), where="op 3 (test)")
 
 
-def run_engine(engine, op, surface, hw=HW, group_id=0) -> Program:
+def run_engine(engine, op, surface, hw=HW, group_id=0) -> FirmwareStep:
     p = make_program(hw)
     engine.program(p, Group(id=group_id, rdma_id=0, index=3, op=op, surface=surface))
     return p
@@ -224,7 +224,7 @@ def cube(address: int, w: int, h: int, c: int, line: int, surf: int = 0, plane: 
                       surf_stride=surf, plane_stride=plane)
 
 
-def value(p: Program, name: str) -> int:
+def value(p: FirmwareStep, name: str) -> int:
     hits = [v for u, n, v in p.writes if (u, n) == ("RBK", name)]
     assert len(hits) == 1, name
     return hits[0]

@@ -10,20 +10,20 @@ from runtime.nvdla.descriptors import (
     MEM_CV, MEM_HW, MEM_MC, OP_CONV, OP_SDP, ConvOpDesc, ConvSurfaceDesc, CvtParam, DataCube, LutParam, SdpOp,
     SdpOpDesc, SdpSurfaceDesc,
 )
-from runtime.nvdla.engines import ENGINES, FirmwareError, Group, Program
+from runtime.nvdla.engines import ENGINES, FirmwareError, Group, FirmwareStep
 from runtime.nvdla.engines import conv, sdp
 
 BASE = 0x8000_0000
 
 
-def make_program(config: str = "nv_small", hw=None) -> Program:
+def make_program(config: str = "nv_small", hw=None) -> FirmwareStep:
     hw = hw or get_config(config)
-    return Program(regmap=register_map(hw.address_map), hw=hw,
+    return FirmwareStep(regmap=register_map(hw.address_map), hw=hw,
                    address_of=lambda i, off: BASE + 0x10000 * i + off,
                    lut=lambda i: LutParam(), where="op 7 (test)")
 
 
-def run(engine, op, surface, config: str = "nv_small", hw=None, group_id: int = 0) -> tuple[Program, Group]:
+def run(engine, op, surface, config: str = "nv_small", hw=None, group_id: int = 0) -> tuple[FirmwareStep, Group]:
     p = make_program(config, hw)
     g = Group(id=group_id, rdma_id=group_id, index=7, op=op, surface=surface)
     g.rdma_needed = engine.rdma_needed(op, surface)
@@ -31,18 +31,18 @@ def run(engine, op, surface, config: str = "nv_small", hw=None, group_id: int = 
     return p, g
 
 
-def value(p: Program, unit: str, name: str) -> int:
+def value(p: FirmwareStep, unit: str, name: str) -> int:
     """The last value written to UNIT.NAME (the register must have been written)."""
     hits = [v for u, n, v in p.writes if (u, n) == (unit, name)]
     assert hits, f"{unit}.{name} not written"
     return hits[-1]
 
 
-def written(p: Program, unit: str, name: str) -> bool:
+def written(p: FirmwareStep, unit: str, name: str) -> bool:
     return any((u, n) == (unit, name) for u, n, _ in p.writes)
 
 
-def assert_registers_exist(p: Program) -> None:
+def assert_registers_exist(p: FirmwareStep) -> None:
     for unit, name, v in p.writes:
         assert name in {r.name for r in p.regmap.unit(unit).registers}, (unit, name)
         assert 0 <= v <= 0xFFFFFFFF

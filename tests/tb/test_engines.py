@@ -40,7 +40,7 @@ def test_enables_and_interrupts_name_the_engines(tmp_path):
         "intr_notify(CACC_0, sync_id_0);",
         "check_nothing(sync_id_0);",
     ])
-    assert required_engines(t, SMALL) == ["PDP_RDMA", "PDP", "CACC"]
+    assert required_engines(t.commands, SMALL) == ["PDP_RDMA", "PDP", "CACC"]
 
 
 def test_sdp_feeding_pdp_needs_the_on_the_fly_path(tmp_path):
@@ -54,12 +54,12 @@ def test_sdp_feeding_pdp_needs_the_on_the_fly_path(tmp_path):
         "reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);",
         "check_nothing(0);",
     ])
-    assert required_engines(t, SMALL) == ["PDP", SDP_PDP_FLYING, "SDP"]
+    assert required_engines(t.commands, SMALL) == ["PDP", SDP_PDP_FLYING, "SDP"]
     rom = {"CFGROM_PDP_DESC": 1, "CFGROM_SDP_DESC": 1}
     with_path = DutCapabilities(frozenset({"PDP", "SDP"}), frozenset(), rom)
     without = DutCapabilities(frozenset({"PDP", "SDP"}), frozenset(), {**rom, "CFGROM_PDP_CAP_INCOMPAT": 1})
-    assert with_path.missing(required_engines(t, SMALL)) == []
-    assert without.missing(required_engines(t, SMALL)) == [SDP_PDP_FLYING]
+    assert with_path.missing(required_engines(t.commands, SMALL)) == []
+    assert without.missing(required_engines(t.commands, SMALL)) == [SDP_PDP_FLYING]
 
 
 def test_sdp_sub_units_follow_the_bypass_bits(tmp_path):
@@ -69,7 +69,7 @@ def test_sdp_sub_units_follow_the_bypass_bits(tmp_path):
         "reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);",
         "check_nothing(0);",
     ])
-    assert required_engines(t, SMALL) == ["SDP", "SDP_BS", "SDP_EW", "SDP_LUT"]
+    assert required_engines(t.commands, SMALL) == ["SDP", "SDP_BS", "SDP_EW", "SDP_LUT"]
 
 
 def test_cfgrom_probe_and_not_applicable_detail():
@@ -102,7 +102,7 @@ def test_nvdla_nv_small_traces_need_only_what_nv_small_has(pytestconfig):
     lacking = {}
     for cfg in find_traces(root):
         t = parse_cfg(cfg, SMALL)
-        need = required_engines(t, SMALL)
+        need = required_engines(t.commands, SMALL)
         assert need, f"{t.name} needs no engine?"
         if caps.missing(need):
             lacking[cfg.parent.name] = caps.missing(need)
@@ -123,12 +123,12 @@ def test_precisions_other_than_int8_are_required_per_unit(tmp_path):
         "reg_write(NVDLA_CDP.D_OP_ENABLE_0, 0x1);",  # D_DATA_FORMAT not written: no type required
         "check_nothing(0);",
     ])
-    assert required_engines(t, SMALL) == ["SDP", "SDP:int16", "PDP", "PDP:fp16", "CDP"]
+    assert required_engines(t.commands, SMALL) == ["SDP", "SDP:int16", "PDP", "PDP:fp16", "CDP"]
     words = dict(cfgrom_values(get_config("nv_small")))
     int8_only = caps_of(words)
-    assert int8_only.missing(required_engines(t, SMALL)) == ["SDP:int16", "PDP:fp16"]
+    assert int8_only.missing(required_engines(t.commands, SMALL)) == ["SDP:int16", "PDP:fp16"]
     wide = caps_of({**words, "CFGROM_SDP_BASE_FEATURE_TYPES": 0x30, "CFGROM_PDP_BASE_FEATURE_TYPES": 0x110})
-    assert wide.missing(required_engines(t, SMALL)) == []
+    assert wide.missing(required_engines(t.commands, SMALL)) == []
     no_conv = caps_of({**words, "CFGROM_CDMA_DESC": 0})
     assert not_applicable(no_conv.missing(["SDP:int16", "CDMA"])) == "engine CDMA not in DUT (nor SDP:int16)"
 

@@ -6,7 +6,8 @@ S_POINTERs ``set_producer`` writes, which GLB interrupt bits mean "group done", 
 RDMA (``rdma_needed``) and whether a group may be programmed now (``is_ready``, LUT sharing). The
 scheduler in ``runtime.nvdla.firmware`` drives these; it knows nothing engine-specific.
 
-Programmers are pure: they append (unit, register, value) writes to a ``Program`` and raise
+Programmers are pure: they append register writes to a ``FirmwareStep`` (a ``golden.program.RegProgram``
+with the step's resolvers and polls) and raise
 ``FirmwareError`` for a descriptor the firmware would reject (with the op index and the field).
 """
 from __future__ import annotations
@@ -15,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from golden.config import HwConfig
+from golden.program import RegProgram
 from golden.regs import RegisterMap
 from runtime.groups import consumer
 from runtime.nvdla.descriptors import DataCube, LutParam, MEM_HW, Struct
 
-__all__ = ["FirmwareError", "Group", "Program", "Engine", "ENGINES", "register", "hi32", "lo32", "RAM", "PRECISION"]
+__all__ = ["FirmwareError", "Group", "FirmwareStep", "Engine", "ENGINES", "register", "hi32", "lo32", "RAM", "PRECISION"]
 
 #: RAM_TYPE enum names of the engines' DMA registers, indexed by a cube's dla_mem_type (MC, CV)
 RAM = ("MC", "CV")
@@ -48,28 +50,36 @@ class Group:
 
 
 @dataclass
-class Program:
-    """Register writes of one firmware step, plus what programmers need to resolve (addresses, LUTs)."""
+class FirmwareStep:
+    """One firmware step (set_producer, program or enable of an op): its register program, plus what the
+    programmers need to resolve (addresses, LUTs) and the polls the firmware makes between writes."""
 
     regmap: RegisterMap
     hw: HwConfig
     address_of: Callable[[int, int], int]  # (address-list index, offset) -> bus address
     lut: Callable[[int], LutParam]  # LUT list index -> its parameters
     where: str = ""  # "op 3 (PDP)" for error messages
-    writes: list[tuple[str, str, int]] = field(default_factory=list)
+    regs: RegProgram = field(init=False)
     #: polls made before a write: write index -> (unit, register, field) read until non-zero
     polls: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.regs = RegProgram(self.hw)
+
+    @property
+    def writes(self) -> list[tuple[str, str, int]]:
+        """The writes as (unit, register, value), in order."""
+        return [(w.unit, w.name, w.value) for w in self.regs.writes]
 
     def poll(self, unit: str, name: str, field_name: str) -> None:
         """Before the next write, read UNIT.NAME until FIELD is non-zero (bdma.c waits for a free slot)."""
         self.regmap.unit(unit).register(name).field(field_name)  # the name must exist
-        self.polls[len(self.writes)] = (unit, name, field_name)
+        self.polls[len(self.regs.writes)] = (unit, name, field_name)
 
     def reg(self, unit: str, name: str, value: int = 0, **fields: int | str) -> None:
-        """Write ``value`` OR the encoded fields (enum names allowed) to UNIT.NAME."""
-        reg = self.regmap.unit(unit).register(name)
-        word = (value & 0xFFFFFFFF) | (reg.encode(**fields) if fields else 0)
-        self.writes.append((unit, name, word))
+        """Write ``value`` OR the encoded fields (enum names allowed) to UNIT.NAME (a unit of this address map)."""
+        self.regmap.unit(unit)
+        self.regs.reg(unit, name, value, **fields)
 
     def cube_address(self, cube: DataCube, what: str) -> int:
         """The bus address of a cube in memory (MC or CV), as ``dla_get_dma_cube_address``."""
@@ -100,9 +110,9 @@ class Engine:
     rdma_pointer_unit: str | None
     #: GLB.S_INTR_STATUS bit of "group 0 done" (group 1 is the next bit)
     done_bit: int
-    set_producer: Callable[[Program, int, int], None]
-    program: Callable[[Program, Group], None]
-    enable: Callable[[Program, Group], None]
+    set_producer: Callable[[FirmwareStep, int, int], None]
+    program: Callable[[FirmwareStep, Group], None]
+    enable: Callable[[FirmwareStep, Group], None]
     rdma_needed: Callable[[Struct, Struct], bool] = lambda op, surface: False
     #: is_ready(group, other group): may this group be programmed now
     is_ready: Callable[[Group, Group | None], bool] = lambda group, other: True

@@ -13,7 +13,7 @@ from __future__ import annotations
 from golden.intr import done_bit
 from golden.regs import UNITS
 from runtime.nvdla.descriptors import OP_BDMA, BdmaSurfaceDesc, BdmaTransferDesc
-from runtime.nvdla.engines import Engine, Group, Program, hi32, lo32, register
+from runtime.nvdla.engines import Engine, Group, FirmwareStep, hi32, lo32, register
 
 #: CFG_CMD RAM type enum names, indexed by the surface's dla_mem_type (MC, CV)
 _RAM = ("MC", "CVSRAM")
@@ -24,7 +24,7 @@ MAX_REPEAT = 8192
 _GRP0_BUSY = UNITS["BDMA"].register("STATUS").field("GRP0_BUSY")
 
 
-def _validate(p: Program, s: BdmaSurfaceDesc, i: int, t: BdmaTransferDesc) -> None:
+def _validate(p: FirmwareStep, s: BdmaSurfaceDesc, i: int, t: BdmaTransferDesc) -> None:
     """``processor_bdma_program_slot``'s asserts, plus what would underflow the minus-one fields."""
     where = f"transfers[{i}]"
     for name in ("line_repeat", "surface_repeat"):
@@ -40,7 +40,7 @@ def _validate(p: Program, s: BdmaSurfaceDesc, i: int, t: BdmaTransferDesc) -> No
             raise p.fail(f"{where}.{side}_surface {surf} is shorter than {t.line_repeat} lines of {line} bytes")
 
 
-def program(p: Program, g: Group) -> None:
+def program(p: FirmwareStep, g: Group) -> None:
     s: BdmaSurfaceDesc = g.surface
     if not p.hw.bdma:
         raise p.fail(f"BDMA is not supported by {p.hw.name}")
@@ -71,7 +71,7 @@ def program(p: Program, g: Group) -> None:
         p.reg("BDMA", "CFG_OP", EN="ENABLE")
 
 
-def enable(p: Program, g: Group) -> None:
+def enable(p: FirmwareStep, g: Group) -> None:
     if g.surface.num_transfers == 0:
         return  # completed by the firmware itself (completes_at_enable)
     if g.id == 0:
@@ -80,7 +80,7 @@ def enable(p: Program, g: Group) -> None:
         p.reg("BDMA", "CFG_LAUNCH1", GRP1_LAUNCH="YES")
 
 
-def set_producer(p: Program, group: int, rdma_group: int) -> None:
+def set_producer(p: FirmwareStep, group: int, rdma_group: int) -> None:
     """No producer pointer: the launch register chooses the group."""
 
 

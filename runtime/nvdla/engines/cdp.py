@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_HW, OP_CDP, CdpOpDesc, CdpSurfaceDesc
-from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, Program, hi32, lo32, register
+from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, FirmwareStep, hi32, lo32, register
 from runtime.nvdla.engines.lut import lut_is_ready, upload_lut
 
 
 
-def program(p: Program, g: Group) -> None:
+def program(p: FirmwareStep, g: Group) -> None:
     op: CdpOpDesc = g.op
     s: CdpSurfaceDesc = g.surface
     src, dst = s.src_data, s.dst_data
@@ -57,12 +57,12 @@ def program(p: Program, g: Group) -> None:
           MUL_BYPASS="ENABLE" if op.bypass_out_mul else "DISABLE")
 
 
-def enable(p: Program, g: Group) -> None:
+def enable(p: FirmwareStep, g: Group) -> None:
     p.reg("CDP_RDMA", "D_OP_ENABLE", OP_EN="ENABLE")
     p.reg("CDP", "D_OP_ENABLE", OP_EN="ENABLE")
 
 
-def set_producer(p: Program, group: int, rdma_group: int) -> None:
+def set_producer(p: FirmwareStep, group: int, rdma_group: int) -> None:
     # the firmware gives CDP's RDMA the main group, not the RDMA one
     p.reg("CDP", "S_POINTER", PRODUCER=group)
     p.reg("CDP_RDMA", "S_POINTER", PRODUCER=group)

@@ -15,7 +15,7 @@ Firmware behaviour worth knowing:
 * ``dla_conv_program`` unmasks no interrupt (CACC and CDMA done rely on the reset mask of 0).
 
 Not emitted: the D_PERF_ENABLE write of ``dla_conv_enable`` (statistics are disabled in our runs).
-Not emulated (they read hardware state, and ``Program`` only writes): the five S_STATUS reads by which
+Not emulated (they read hardware state, and ``FirmwareStep`` only writes): the five S_STATUS reads by which
 ``processor_conv_program`` asserts that the group is idle in CACC/CMAC_A/CMAC_B/CSC/CDMA, and the
 busy-wait on CDMA S_CBUF_FLUSH_STATUS.FLUSH_DONE that ``dla_conv_enable`` performs before enabling.
 Atom-alignment checks of addresses are DEBUG-only asserts compiled out of the firmware and not made.
@@ -25,7 +25,7 @@ from __future__ import annotations
 from golden.errors import RegisterError
 from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_CV, OP_CONV, ConvOpDesc, ConvSurfaceDesc, DataCube
-from runtime.nvdla.engines import Engine, Group, Program, hi32, lo32, register
+from runtime.nvdla.engines import Engine, Group, FirmwareStep, hi32, lo32, register
 
 CONV_MODE_DIRECT, CONV_MODE_WINOGRAD = 0, 1
 WEIGHT_FORMAT_COMPRESSED = 1
@@ -39,19 +39,19 @@ _RAM = ("MCIF", "CVIF")  # indexed by cube type (MEM_MC, MEM_CV)
 _MEAN = ("DISABLE", "ENABLE")
 
 
-def _m1(p: Program, name: str, value: int) -> int:
+def _m1(p: FirmwareStep, name: str, value: int) -> int:
     """``value - 1`` for a register that holds a count minus one (ours: 0 is refused)."""
     if value < 1:
         raise p.fail(f"{name} {value} must be >= 1 (the firmware programs {name} - 1)")
     return value - 1
 
 
-def _address(p: Program, cube: DataCube) -> int:
+def _address(p: FirmwareStep, cube: DataCube) -> int:
     """``dla_get_dma_cube_address``: the address-list entry plus the cube's offset."""
     return p.address_of(cube.address, getattr(cube, "offset", 0))
 
 
-def _validate(p: Program, op: ConvOpDesc, s: ConvSurfaceDesc) -> None:
+def _validate(p: FirmwareStep, op: ConvOpDesc, s: ConvSurfaceDesc) -> None:
     """Ours: descriptor values the firmware uses as table indices, and configuration limits."""
     checks = (("conv_mode", op.conv_mode, len(_CONV)), ("in_precision", op.in_precision, len(_PRECISION)),
               ("out_precision", op.out_precision, len(_PRECISION)),
@@ -68,7 +68,7 @@ def _validate(p: Program, op: ConvOpDesc, s: ConvSurfaceDesc) -> None:
         raise p.fail(f"weight_data.type {s.weight_data.type}: weights must be in memory (MC or CV)")
 
 
-def program(p: Program, g: Group) -> None:
+def program(p: FirmwareStep, g: Group) -> None:
     try:
         _program(p, g)
     except RegisterError as exc:  # a descriptor value wider than its register field
@@ -77,7 +77,7 @@ def program(p: Program, g: Group) -> None:
         raise p.fail(f"descriptor value out of range: {exc}") from None
 
 
-def _program(p: Program, g: Group) -> None:
+def _program(p: FirmwareStep, g: Group) -> None:
     op: ConvOpDesc = g.op
     s: ConvSurfaceDesc = g.surface
     _validate(p, op, s)
@@ -232,12 +232,12 @@ def _program(p: Program, g: Group) -> None:
 UNITS = ("CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA")
 
 
-def enable(p: Program, g: Group) -> None:
+def enable(p: FirmwareStep, g: Group) -> None:
     for unit in UNITS:
         p.reg(unit, "D_OP_ENABLE", OP_EN="ENABLE")
 
 
-def set_producer(p: Program, group: int, rdma_group: int) -> None:
+def set_producer(p: FirmwareStep, group: int, rdma_group: int) -> None:
     for unit in UNITS:  # no RDMA: rdma_group is unused
         p.reg(unit, "S_POINTER", PRODUCER=group)
 

@@ -4,14 +4,14 @@ is why the engines' ``is_ready`` keeps two groups with different LUTs from overl
 from __future__ import annotations
 
 from runtime.nvdla.descriptors import LutParam
-from runtime.nvdla.engines import Program, hi32, lo32
+from runtime.nvdla.engines import FirmwareStep, hi32, lo32
 
 PRECISION_FP16 = 2
 _PRIORITY = ("LE", "LO")
 _METHOD = ("EXPONENT", "LINEAR")
 
 
-def upload_lut(p: Program, unit: str, lut: LutParam, precision: int) -> None:
+def upload_lut(p: FirmwareStep, unit: str, lut: LutParam, precision: int) -> None:
     """``unit`` is "CDP" or "SDP". CDP has 64-bit start/end registers (LOW/HIGH), SDP 32-bit ones."""
     if lut.method > 1 or max(lut.hybrid_priority, lut.underflow_priority, lut.overflow_priority) > 1:
         raise p.fail(f"LUT method {lut.method} / priorities out of range")

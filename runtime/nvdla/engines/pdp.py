@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_HW, OP_PDP, PdpOpDesc, PdpSurfaceDesc
-from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, Program, hi32, lo32, register
+from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, FirmwareStep, hi32, lo32, register
 
 _POOL = ("POOLING_METHOD_AVERAGE", "POOLING_METHOD_MAX", "POOLING_METHOD_MIN")
 #: 1/kernel size in the int (16.16) and fp16 encodings the firmware writes, kernel sizes 1..8
@@ -18,7 +18,7 @@ def _minus1(v: int) -> int:
     return 0 if v == 0 else v - 1
 
 
-def validate_cubes(p: Program, src, dst, max_type: int) -> None:
+def validate_cubes(p: FirmwareStep, src, dst, max_type: int) -> None:
     for what, cube in (("src_data", src), ("dst_data", dst)):
         if max(cube.width, cube.height, cube.channel) > MAX_CUBE:
             raise p.fail(f"{what} {cube.width}x{cube.height}x{cube.channel} exceeds {MAX_CUBE}")
@@ -26,7 +26,7 @@ def validate_cubes(p: Program, src, dst, max_type: int) -> None:
             raise p.fail(f"{what}.type {cube.type} is not a memory type")
 
 
-def _validate(p: Program, op: PdpOpDesc, s: PdpSurfaceDesc) -> None:
+def _validate(p: FirmwareStep, op: PdpOpDesc, s: PdpSurfaceDesc) -> None:
     if s.dst_data.type == MEM_HW:
         raise p.fail("dst_data must be in memory (MC or CV), not on-the-fly")
     validate_cubes(p, s.src_data, s.dst_data, MEM_HW)
@@ -45,7 +45,7 @@ def _validate(p: Program, op: PdpOpDesc, s: PdpSurfaceDesc) -> None:
         raise p.fail("fp16 pooling needs padding_value all 0")
 
 
-def program(p: Program, g: Group) -> None:
+def program(p: FirmwareStep, g: Group) -> None:
     op: PdpOpDesc = g.op
     s: PdpSurfaceDesc = g.surface
     _validate(p, op, s)
@@ -102,13 +102,13 @@ def program(p: Program, g: Group) -> None:
     p.reg("PDP", "D_DATA_FORMAT", INPUT_DATA=PRECISION[op.precision])
 
 
-def enable(p: Program, g: Group) -> None:
+def enable(p: FirmwareStep, g: Group) -> None:
     if g.rdma_needed:
         p.reg("PDP_RDMA", "D_OP_ENABLE", OP_EN="ENABLE")
     p.reg("PDP", "D_OP_ENABLE", OP_EN="ENABLE")
 
 
-def set_producer(p: Program, group: int, rdma_group: int) -> None:
+def set_producer(p: FirmwareStep, group: int, rdma_group: int) -> None:
     p.reg("PDP", "S_POINTER", PRODUCER=group)
     p.reg("PDP_RDMA", "S_POINTER", PRODUCER=rdma_group)
 

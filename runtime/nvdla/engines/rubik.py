@@ -9,7 +9,7 @@ from __future__ import annotations
 from golden.intr import done_bit
 from golden.regs import UNITS
 from runtime.nvdla.descriptors import MEM_HW, OP_RUBIK, RubikOpDesc, RubikSurfaceDesc
-from runtime.nvdla.engines import Engine, Group, Program, hi32, lo32, register
+from runtime.nvdla.engines import Engine, Group, FirmwareStep, hi32, lo32, register
 
 _MODE = ("CONTRACT", "SPLIT", "MERGE")
 CONTRACT, SPLIT, MERGE = range(3)
@@ -23,7 +23,7 @@ _SIZE = {f.name: f for f in (*UNITS["RBK"].register("D_DATAIN_SIZE_0").fields,
 _STRIDE = UNITS["RBK"].register("D_DECONV_STRIDE").field("DECONV_X_STRIDE")
 
 
-def _validate(p: Program, op: RubikOpDesc, s: RubikSurfaceDesc) -> None:
+def _validate(p: FirmwareStep, op: RubikOpDesc, s: RubikSurfaceDesc) -> None:
     if not p.hw.rubik:
         raise p.fail(f"RUBIK is not supported by {p.hw.name}")
     for what, cube in (("src_data", s.src_data), ("dst_data", s.dst_data)):
@@ -52,7 +52,7 @@ def _validate(p: Program, op: RubikOpDesc, s: RubikSurfaceDesc) -> None:
         raise p.fail(f"merge needs src_data.plane_stride a non-zero multiple of 32, not {s.src_data.plane_stride}")
 
 
-def program(p: Program, g: Group) -> None:
+def program(p: FirmwareStep, g: Group) -> None:
     op: RubikOpDesc = g.op
     s: RubikSurfaceDesc = g.surface
     _validate(p, op, s)
@@ -86,11 +86,11 @@ def program(p: Program, g: Group) -> None:
         p.reg("RBK", "D_DECONV_STRIDE", DECONV_X_STRIDE=op.stride_x - 1, DECONV_Y_STRIDE=op.stride_y - 1)
 
 
-def enable(p: Program, g: Group) -> None:
+def enable(p: FirmwareStep, g: Group) -> None:
     p.reg("RBK", "D_OP_ENABLE", OP_EN="ENABLE")
 
 
-def set_producer(p: Program, group: int, rdma_group: int) -> None:
+def set_producer(p: FirmwareStep, group: int, rdma_group: int) -> None:
     p.reg("RBK", "S_POINTER", PRODUCER=group)
 
 

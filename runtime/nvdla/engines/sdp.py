@@ -23,7 +23,7 @@ from __future__ import annotations
 from golden.errors import RegisterError
 from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_CV, MEM_HW, OP_SDP, DataCube, SdpOp, SdpOpDesc, SdpSurfaceDesc
-from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, Program, hi32, lo32, register
+from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, FirmwareStep, hi32, lo32, register
 from runtime.nvdla.engines.lut import lut_is_ready, upload_lut
 
 SDP_OP_NONE, SDP_OP_MUL, SDP_OP_ADD, SDP_OP_BOTH = 0, 1, 2, 3
@@ -76,7 +76,7 @@ def rdma_needed(op: SdpOpDesc, surface: SdpSurfaceDesc) -> bool:
     return (not fly) or operands
 
 
-def _validate(p: Program, op: SdpOpDesc, s: SdpSurfaceDesc) -> None:
+def _validate(p: FirmwareStep, op: SdpOpDesc, s: SdpSurfaceDesc) -> None:
     """Ours: every descriptor value the firmware uses as a table index, plus configuration limits."""
     for name in ("src_precision", "dst_precision"):
         if getattr(op, name) >= len(PRECISION):
@@ -120,7 +120,7 @@ def _ram(cube: DataCube) -> str | int:
     return RAM[cube.type] if cube.type <= MEM_CV else 0
 
 
-def program(p: Program, g: Group) -> None:
+def program(p: FirmwareStep, g: Group) -> None:
     try:
         _program(p, g)
     except RegisterError as exc:  # a descriptor value wider than its register field (e.g. shift_value)
@@ -129,7 +129,7 @@ def program(p: Program, g: Group) -> None:
         raise p.fail(f"descriptor value out of range: {exc}") from None
 
 
-def _program(p: Program, g: Group) -> None:
+def _program(p: FirmwareStep, g: Group) -> None:
     op: SdpOpDesc = g.op
     s: SdpSurfaceDesc = g.surface
     _validate(p, op, s)
@@ -220,7 +220,7 @@ def _stage_cfg(x: SdpOp, stage: str, last: str, last_used: bool) -> dict[str, st
             f"{stage}_MUL_PRELU": _yes_no(x.act == ACTIVATION_PRELU), f"{stage}_{last}": _bypass(last_used)}
 
 
-def _program_bs_bn(p: Program, x: SdpOp, stage: str) -> None:
+def _program_bs_bn(p: FirmwareStep, x: SdpOp, stage: str) -> None:
     p.reg("SDP", f"D_DP_{stage}_CFG", **_stage_cfg(x, stage, "RELU_BYPASS", x.act == ACTIVATION_RELU))
     if not x.enable:
         return
@@ -236,7 +236,7 @@ def _program_bs_bn(p: Program, x: SdpOp, stage: str) -> None:
                                              f"{stage}_MUL_SHIFT_VALUE": x.truncate})
 
 
-def _program_ew(p: Program, y: SdpOp) -> None:
+def _program_ew(p: FirmwareStep, y: SdpOp) -> None:
     p.reg("SDP", "D_DP_EW_CFG", **_stage_cfg(y, "EW", "LUT_BYPASS", y.act == ACTIVATION_LUT))
     if not y.enable:
         return
@@ -256,13 +256,13 @@ def _program_ew(p: Program, y: SdpOp) -> None:
     p.reg("SDP", "D_DP_EW_TRUNCATE_VALUE", y.truncate)
 
 
-def enable(p: Program, g: Group) -> None:
+def enable(p: FirmwareStep, g: Group) -> None:
     if g.rdma_needed:
         p.reg("SDP_RDMA", "D_OP_ENABLE", OP_EN="ENABLE")
     p.reg("SDP", "D_OP_ENABLE", OP_EN="ENABLE")
 
 
-def set_producer(p: Program, group: int, rdma_group: int) -> None:
+def set_producer(p: FirmwareStep, group: int, rdma_group: int) -> None:
     p.reg("SDP", "S_POINTER", PRODUCER=group)
     p.reg("SDP_RDMA", "S_POINTER", PRODUCER=rdma_group)
 

@@ -42,7 +42,9 @@ def run_sdp(params: SdpParams, x: np.ndarray, perf: int = 0) -> Dla:
     """``program_sdp`` turns the LUT and saturation counters on; ``perf`` replaces its D_PERF_ENABLE."""
     program = programs.program_sdp(HW, programs.SdpLayer(x, params))
     at = [name for name, _ in program.writes].index("NVDLA_SDP.D_PERF_ENABLE_0")
-    program.writes[at] = ("NVDLA_SDP.D_PERF_ENABLE_0", perf)
+    writes = program.writes
+    writes[at] = ("NVDLA_SDP.D_PERF_ENABLE_0", perf)
+    program.writes = writes
     dla = Dla(HW)
     program.run(dla)
     return dla
