@@ -1,6 +1,6 @@
 """Integer parameters of the hardware operations the compiler emits, one field per register field.
 
-Field names match ``regressions.reference`` (SdpXParams, SdpYParams, SdpOperandCvt, the
+Field names match ``regressions.lib.reference`` (SdpXParams, SdpYParams, SdpOperandCvt, the
 lrn/pool/direct_conv arguments) so a compiled layer can be replayed through the independent reference
 math field by field. Operands: an ``int`` is a register (REG) operand, a (C,) array a per-channel
 memory operand, a (C, H, W) array -- or a ``TensorOperand`` naming a tensor -- a per-element one.

@@ -31,7 +31,7 @@ class LutRegisters:
     patterns of the same registers. ``le_function`` is 0/``"exp"`` or 1/``"linear"``.
 
     It is only a container: the golden model, the compiler and the independent reference math
-    (``regressions.reference``) all read it, but each does its own lookup arithmetic, so sharing it
+    (``regressions.lib.reference``) all read it, but each does its own lookup arithmetic, so sharing it
     cannot hide a bug in the arithmetic the reference is there to check.
     """
 

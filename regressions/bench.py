@@ -36,7 +36,7 @@ Sections and keys (rates are best-of-``repeat``; wall times are one run unless s
   - ``rtl_{sim}_cycles_per_s`` (same value, older name), ``rtl_{sim}_seconds_per_trace``,
     ``rtl_cycles_simulated`` (per simulator: both run the same traces, so the same cycles),
     ``rtl_dut_build`` {sim: {cached, seconds}}.
-``compile``: ``compile_zoo_seconds`` {model: {config: s}} for ``regressions.zoo.ZOO`` (frontend, passes,
+``compile``: ``compile_zoo_seconds`` {model: {config: s}} for ``regressions.lib.zoo.ZOO`` (frontend, passes,
   codegen, one random calibration input); ``compile_resnet50_seconds`` (nv_small, target < 10 s) and
   ``compile_resnet50_seconds_by_config`` for a generated ResNet-50-sized ONNX graph (224x224, 25.5 M
   parameters), ``compile_resnet50_dla_ops``.
@@ -256,7 +256,7 @@ def sdp_workload(c: int, h: int, w: int) -> Workload:
     per-element operand (a residual add), output CVT; counted in input elements."""
     from golden import get_config
     from regressions.programs import SdpLayer, program_sdp
-    from regressions.reference import sdp as ref_sdp
+    from regressions.lib.reference import sdp as ref_sdp
 
     hw = get_config("nv_small")
     rng = np.random.default_rng(2)
@@ -409,7 +409,7 @@ def compile_seconds(model, config: str, repeat: int = 1) -> tuple[float, int]:
 
 def compile_resnet50_seconds(config: str) -> tuple[float, int]:
     """Seconds to compile the generated ResNet-50 (frontend + passes + codegen), and its DLA op count."""
-    from regressions.zoo.resnet50 import build_resnet50
+    from regressions.lib.zoo.resnet50 import build_resnet50
 
     return compile_seconds(build_resnet50(), config)
 
@@ -555,7 +555,7 @@ def section_rtl(b: Bench) -> None:
 
 
 def section_compile(b: Bench) -> None:
-    from regressions.zoo import ZOO
+    from regressions.lib.zoo import ZOO
 
     r = b.results
     by_model: dict[str, dict[str, float]] = r.setdefault("compile_zoo_seconds", {})
@@ -567,7 +567,7 @@ def section_compile(b: Bench) -> None:
         b.say(f"zoo {name}: " + ", ".join(f"{c} {t * 1e3:.0f} ms" for c, t in times.items()))
     if not b.sizes.resnet50_configs:
         return
-    from regressions.zoo.resnet50 import build_resnet50
+    from regressions.lib.zoo.resnet50 import build_resnet50
 
     b.say("ResNet-50-sized ONNX graph ...")
     model = build_resnet50()

@@ -9,7 +9,9 @@ REPO = Path(__file__).resolve().parents[1]
 #: The product's packages and our RTL: their tests are unit tests, under tests/<package>/.
 PACKAGES = ("golden", "compiler", "runtime", "tb", "app", "loadable", "floatops", "dlaio", "rtl")
 #: The suite areas of regressions/: the only places outside tests/ that hold test files.
-SUITE_AREAS = ("conformance", "e2e", "fuzz", "limits", "nvdla", "reference", "robustness", "rtl")
+SUITE_AREAS = ("conformance", "e2e", "fuzz", "golden", "limits", "nvdla", "robustness", "rtl")
+#: The verification library: what suites and tests import, never a test itself.
+LIBRARY = REPO / "regressions" / "lib"
 
 
 def _test_files(root: Path) -> list[Path]:
@@ -27,6 +29,14 @@ def test_regressions_hold_test_files_only_in_suite_areas() -> None:
     misplaced = [p.relative_to(REPO) for p in _test_files(REPO / "regressions")
                  if p.relative_to(REPO / "regressions").parts[0] not in SUITE_AREAS]
     assert not misplaced, f"unit tests of regressions/ belong under tests/regressions/: {misplaced}"
+
+
+def test_the_verification_library_holds_no_tests() -> None:
+    """regressions/lib is imported by suites and unit tests alike; its own unit tests live under
+    tests/regressions/lib/, and a suite that checks golden against it lives in a suite area."""
+    assert LIBRARY.is_dir()
+    misplaced = [p.relative_to(REPO) for p in _test_files(LIBRARY)]
+    assert not misplaced, f"regressions/lib holds library code only: {misplaced}"
 
 
 def test_tests_mirror_the_tree() -> None:

@@ -47,7 +47,7 @@ digits depend on the weight only, negation is a lane-wise XOR) and the 3:2 carry
 operations, then the lane sum. The CACC add is a handful of array operations over (kernels, pixels) per step.
 Lanes no (kernel, pixel) pair uses (channels past C of the last slice) are dropped before the Booth stage.
 Loops run over slices x taps (the hardware's accumulation order, needed for its rounding) and over blocks
-that bound memory. ``regressions/reference/conv_fp16.py`` is the independent plain-loop reference.
+that bound memory. ``regressions/lib/reference/conv_fp16.py`` is the independent plain-loop reference.
 """
 from __future__ import annotations
 

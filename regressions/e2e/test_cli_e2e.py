@@ -10,8 +10,8 @@ from onnx import TensorProto, helper
 
 from app.cli import main as dla
 from loadable.format import read_loadable
-from regressions.zoo import ZOO
-from regressions.zoo.to_caffe import to_caffe
+from regressions.lib.zoo import ZOO
+from regressions.lib.zoo.to_caffe import to_caffe
 from runtime.executor import place_regions, tensor_layout
 
 

@@ -7,10 +7,10 @@ import pytest
 
 from compiler.driver import compile_graph
 from compiler.frontend import onnx as onnx_frontend
-from regressions.float_reference import session
+from regressions.lib.float_reference import session
 from runtime.executor import Network
 
-digits = pytest.importorskip("regressions.zoo.digits")
+digits = pytest.importorskip("regressions.lib.zoo.digits")
 
 
 @pytest.mark.parametrize("config", ["nv_small", "nv_full"])

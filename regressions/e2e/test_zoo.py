@@ -22,9 +22,9 @@ from compiler.driver import compile_graph  # noqa: E402
 from compiler.frontend import caffe as caffe_frontend  # noqa: E402
 from compiler.frontend import onnx as onnx_frontend  # noqa: E402
 from regressions.e2e.layers import replay_all  # noqa: E402
-from regressions.float_reference import session  # noqa: E402
-from regressions.zoo import ZOO  # noqa: E402
-from regressions.zoo.to_caffe import to_caffe  # noqa: E402
+from regressions.lib.float_reference import session  # noqa: E402
+from regressions.lib.zoo import ZOO  # noqa: E402
+from regressions.lib.zoo.to_caffe import to_caffe  # noqa: E402
 from runtime.executor import Network  # noqa: E402
 
 SAMPLES = int(os.environ.get("DLA_E2E_SAMPLES", "100"))

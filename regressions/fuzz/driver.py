@@ -24,7 +24,6 @@ import secrets
 import sys
 import tempfile
 import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
@@ -38,7 +37,8 @@ from golden.budget import BudgetSettingError, max_memory
 from golden.config import PRESETS, HwConfig, get_config
 from regressions.fuzz import found as found_mod
 from regressions.fuzz.properties import Property, load
-from regressions.reference.arith import OutsideCmodDomain
+from regressions.lib.golden_verdict import crc_trace
+from regressions.lib.reference.arith import OutsideCmodDomain
 from runtime.processes import StopRequests, interrupt_exit_code
 
 #: Examples per chunk, by chunk index (the last repeats): short first chunks start every pair soon.
@@ -300,7 +300,7 @@ class Run:
                                   example, cseed)
                         break
                     name = f"{i:03d}_{pair.prop.name}"
-                    cfg = program.write_trace(Path(tmp) / pair.config / name, name, zlib.crc32(golden_out))
+                    cfg = crc_trace(program, Path(tmp) / pair.config, name, golden_out)
                     jobs.append((str(cfg), pair.config, self.o.target))
                     examples.append(example)
                 if not pair.failed and jobs:

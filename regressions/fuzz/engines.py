@@ -1,11 +1,11 @@
 """Fuzz properties of the golden engines: through its register program, each engine equals the
-independent plain-loop reference (``regressions.reference``) bit for bit, padding lanes included.
+independent plain-loop reference (``regressions.lib.reference``) bit for bit, padding lanes included.
 
 One registration per property ("conv", "sdp", "sdp_y", "pdp", "cdp"). ``program(hw, example)`` gives the
 register program and the bytes the *reference* says the engine writes (every atom lane of the output
 surfaces, as the engine writes them), so a saved trace checks the reference's CRC on any target. The
 check runs the program on ``golden.Dla`` and compares those bytes. The reference compares the same way
-as ``regressions/reference/tests/test_golden_vs_reference.py``: padding lanes of the input and of MEM
+as ``regressions/golden/test_golden_vs_reference.py``: padding lanes of the input and of MEM
 operands are zeros in memory, and the reference computes the padding lanes of the output from them.
 """
 from __future__ import annotations
@@ -23,16 +23,16 @@ from golden.regs import UNITS
 from regressions import programs
 from regressions.fuzz import serialize
 from regressions.fuzz.properties import Property, register
-from regressions.fuzz.strategies import configs_with
-from regressions.fuzz.strategies.cdp import lrn_layers
-from regressions.fuzz.strategies.conv import conv_layers
-from regressions.fuzz.strategies.pdp import PdpExample, PdpSplit, pdp_examples
-from regressions.fuzz.strategies.sdp import sdp_layers, sdp_y_layers
-from regressions.reference import cdp as ref_cdp
-from regressions.reference import conv as ref_conv
-from regressions.reference import pdp as ref_pdp
-from regressions.reference import sdp as ref_sdp
-from regressions.reference.arith import OutsideCmodDomain
+from regressions.lib.reference import cdp as ref_cdp
+from regressions.lib.reference import conv as ref_conv
+from regressions.lib.reference import pdp as ref_pdp
+from regressions.lib.reference import sdp as ref_sdp
+from regressions.lib.reference.arith import OutsideCmodDomain
+from regressions.lib.strategies import configs_with
+from regressions.lib.strategies.cdp import lrn_layers
+from regressions.lib.strategies.conv import conv_layers
+from regressions.lib.strategies.pdp import PdpExample, PdpSplit, pdp_examples
+from regressions.lib.strategies.sdp import sdp_layers, sdp_y_layers
 
 #: Presets every engine property runs on: one per distinct atom / MAC / CBUF geometry, plus nv_full for its
 #: address map (32-byte address units). nv_small_256_full only adds EW/LUT to nv_small_256 (see sdp_y).

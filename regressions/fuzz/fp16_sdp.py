@@ -1,5 +1,5 @@
 """Fuzz properties of the fp16 SDP (nv_full): through its register program, golden equals the independent
-fp16 reference (``regressions.reference.sdp_fp16``, exact fractions) bit for bit, padding lanes included,
+fp16 reference (``regressions.lib.reference.sdp_fp16``, exact fractions) bit for bit, padding lanes included,
 and reports the NaN/Inf counters the reference's data imply.
 
 - ``sdp_fp16``: X1/X2 (ALU MAX/MIN/SUM/EQL, MUL, PReLU, ReLU; REG and MEM operands), NAN_TO_ZERO, fp16 or
@@ -23,8 +23,8 @@ from regressions import programs_fp16
 from regressions.fuzz import serialize
 from regressions.fuzz.engines import _pad_operand, padded
 from regressions.fuzz.properties import Property, register
-from regressions.fuzz.strategies.sdp_fp16 import sdp_fp16_layers
-from regressions.reference import sdp_fp16 as ref
+from regressions.lib.reference import sdp_fp16 as ref
+from regressions.lib.strategies.sdp_fp16 import sdp_fp16_layers
 
 #: The one preset with an fp16 datapath.
 FP16_CONFIGS = ("nv_full",)

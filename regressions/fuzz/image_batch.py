@@ -1,11 +1,11 @@
 """Fuzz properties of image (pixel) input and batched direct convolution: through its register program the
 golden conv pipeline equals the independent plain-loop references bit for bit.
 
-* ``conv_image``: ``regressions.reference.conv_image`` unpacks the pixels from the format's name, converts
+* ``conv_image``: ``regressions.lib.reference.conv_image`` unpacks the pixels from the format's name, converts
   them (sign override, CVT, per-lane means) and convolves in pixel space with the CDMA's left/right and the
   CSC's top/bottom padding; golden reads the planes, extends the kernel into channels and convolves the
   extended cube. SDP converts the result on the fly (reference ``sdp``).
-* ``conv_batch``: ``regressions.reference.conv_batch`` convolves each batch and places it at its output
+* ``conv_batch``: ``regressions.lib.reference.conv_batch`` convolves each batch and places it at its output
   batch stride; golden runs the batched registers (CDMA/CSC/CACC BATCHES, batch strides, SDP BATCH_NUMBER).
 
 Both compare every output byte the program's output region covers (padding lanes and gaps between batches
@@ -24,13 +24,13 @@ from regressions import programs, programs_image
 from regressions.fuzz import serialize
 from regressions.fuzz.engines import CONFIGS, describe, expected_bytes, padded
 from regressions.fuzz.properties import Property, register
-from regressions.fuzz.strategies import configs_with
-from regressions.fuzz.strategies.conv_image import batch_layers, image_layers
+from regressions.lib.reference import conv_batch as ref_batch
+from regressions.lib.reference import conv_image as ref_image
+from regressions.lib.reference import sdp as ref_sdp
+from regressions.lib.reference.arith import OutsideCmodDomain
+from regressions.lib.strategies import configs_with
+from regressions.lib.strategies.conv_image import batch_layers, image_layers
 from regressions.programs_image import BatchConvLayer, ImageLayer
-from regressions.reference import conv_batch as ref_batch
-from regressions.reference import conv_image as ref_image
-from regressions.reference import sdp as ref_sdp
-from regressions.reference.arith import OutsideCmodDomain
 
 # Example classes of this module, so shrunk failures are saved and replayed like the others'.
 for _cls in (ImageLayer, BatchConvLayer):

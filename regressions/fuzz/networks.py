@@ -633,7 +633,7 @@ def _feeds(spec: NetSpec) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
 
 def reference_outputs(model: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
     """onnxruntime's float outputs of ``model`` on ``x``, in graph output order."""
-    from regressions.float_reference import session
+    from regressions.lib.float_reference import session
 
     sess = session(model)
     return [np.asarray(v, dtype=np.float64) for v in sess.run(None, {"x": x})]

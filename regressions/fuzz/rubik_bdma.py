@@ -1,5 +1,5 @@
 """Fuzz properties of the byte movers, RUBIK and BDMA: through their register programs, the golden engines
-move exactly the bytes the plain-loop references (``regressions.reference.rubik`` / ``.bdma``) move, on
+move exactly the bytes the plain-loop references (``regressions.lib.reference.rubik`` / ``.bdma``) move, on
 every preset that has the engine.
 
 - "rubik": one contract/split/merge operation (``strategies.rubik``); when the reference finds the
@@ -23,11 +23,11 @@ from golden import ConfigError, Dla
 from golden.config import HwConfig
 from golden.regs import UNITS
 from regressions.fuzz.properties import Property, register
-from regressions.fuzz.strategies import configs_with
-from regressions.fuzz.strategies.bdma import BdmaExample, bdma_examples
-from regressions.fuzz.strategies.rubik import RubikExample, rubik_examples
-from regressions.reference import bdma as ref_bdma
-from regressions.reference import rubik as ref_rubik
+from regressions.lib.reference import bdma as ref_bdma
+from regressions.lib.reference import rubik as ref_rubik
+from regressions.lib.strategies import configs_with
+from regressions.lib.strategies.bdma import BdmaExample, bdma_examples
+from regressions.lib.strategies.rubik import RubikExample, rubik_examples
 
 #: Bytes of random data before and after each touched range (and compared there too).
 MARGIN = 256

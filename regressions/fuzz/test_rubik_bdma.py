@@ -16,11 +16,11 @@ import pytest
 from golden import ConfigError, Dla, PRESETS, get_config
 from regressions.fuzz import rubik_bdma
 from regressions.fuzz.properties import Property, load
-from regressions.fuzz.strategies.bdma import BdmaExample
-from regressions.fuzz.strategies.rubik import RubikExample
-from regressions.reference.bdma import BdmaTransfer
-from regressions.reference.rubik import SPLIT, RubikOp
 from regressions.fuzz.testing import property_test, scaled
+from regressions.lib.reference.bdma import BdmaTransfer
+from regressions.lib.reference.rubik import SPLIT, RubikOp
+from regressions.lib.strategies.bdma import BdmaExample
+from regressions.lib.strategies.rubik import RubikExample
 
 pytestmark = pytest.mark.reference
 

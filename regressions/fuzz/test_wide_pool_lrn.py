@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from golden import get_config
 from regressions.fuzz import serialize, wide_pool_lrn
 from regressions.fuzz.properties import PROPERTIES, Property, load
-from regressions.reference.arith import OutsideCmodDomain
 from regressions.fuzz.testing import property_test, scaled
+from regressions.lib.reference.arith import OutsideCmodDomain
 
 pytestmark = pytest.mark.reference
 

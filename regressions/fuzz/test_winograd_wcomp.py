@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from golden import PRESETS, ConfigError, Dla, UnsupportedError, get_config
 from regressions.fuzz import serialize, winograd_wcomp
 from regressions.fuzz.properties import PROPERTIES, Property
-from regressions.fuzz.strategies.conv_winograd import WcompExample
 from regressions.fuzz.testing import property_test, scaled
+from regressions.lib.strategies.conv_winograd import WcompExample
 
 pytestmark = pytest.mark.reference
 

@@ -1,12 +1,12 @@
 """Fuzz properties of the 16-bit PDP and CDP paths (nv_full): through its register program, golden equals
 the independent plain-loop reference bit for bit, padding lanes included.
 
-- ``pdp_int16``: ``regressions.reference.pdp.pool(precision="int16")``, with width splits.
-- ``pdp_fp16``: ``regressions.reference.pdp_fp16`` (the cmod's element stream, exact-fraction floats), with
+- ``pdp_int16``: ``regressions.lib.reference.pdp.pool(precision="int16")``, with width splits.
+- ``pdp_fp16``: ``regressions.lib.reference.pdp_fp16`` (the cmod's element stream, exact-fraction floats), with
   width splits and NAN_FLUSH_TO_ZERO; also D_NAN_INPUT_NUM / D_INF_INPUT_NUM (every atom PDP_RDMA fetches,
   split overlaps again) and D_NAN_OUTPUT_NUM.
-- ``cdp_int16``: ``regressions.reference.cdp.lrn(precision="int16")``.
-- ``cdp_fp16``: ``regressions.reference.cdp_fp16``; also the NaN/Inf counters.
+- ``cdp_int16``: ``regressions.lib.reference.cdp.lrn(precision="int16")``.
+- ``cdp_fp16``: ``regressions.lib.reference.cdp_fp16``; also the NaN/Inf counters.
 
 As in ``regressions.fuzz.engines``, padding lanes of the input are zeros in memory (+0 for fp16) and the
 reference computes the output's padding lanes from them. Examples where the reference refuses (undefined C
@@ -27,14 +27,14 @@ from regressions import programs, programs_wide
 from regressions.fuzz import serialize
 from regressions.fuzz.engines import apply_split, padded
 from regressions.fuzz.properties import Property, register
-from regressions.fuzz.strategies.cdp_wide import wide_lrn_layers
-from regressions.fuzz.strategies.pdp import PdpSplit
-from regressions.fuzz.strategies.pdp_wide import WidePdpExample, wide_pdp_examples
-from regressions.reference import cdp as ref_cdp
-from regressions.reference import cdp_fp16 as ref_cdp_fp16
-from regressions.reference import pdp as ref_pdp
-from regressions.reference import pdp_fp16 as ref_pdp_fp16
-from regressions.reference.arith import OutsideCmodDomain
+from regressions.lib.reference import cdp as ref_cdp
+from regressions.lib.reference import cdp_fp16 as ref_cdp_fp16
+from regressions.lib.reference import pdp as ref_pdp
+from regressions.lib.reference import pdp_fp16 as ref_pdp_fp16
+from regressions.lib.reference.arith import OutsideCmodDomain
+from regressions.lib.strategies.cdp_wide import wide_lrn_layers
+from regressions.lib.strategies.pdp import PdpSplit
+from regressions.lib.strategies.pdp_wide import WidePdpExample, wide_pdp_examples
 
 #: The one preset with int16/fp16 PDP and CDP datapaths.
 WIDE_CONFIGS = ("nv_full",)

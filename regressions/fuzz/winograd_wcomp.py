@@ -2,10 +2,10 @@
 
 - "conv_winograd": a Winograd convolution (``strategies.conv_winograd.winograd_layers``) through its register
   program (``regressions.programs_winograd``) on ``golden.Dla`` writes exactly the bytes the plain-loop
-  reference (``regressions.reference.conv_winograd`` then ``reference.sdp``'s output converter) computes,
+  reference (``regressions.lib.reference.conv_winograd`` then ``reference.sdp``'s output converter) computes,
   every lane of the output atoms included.
 - "conv_wcomp": a direct or Winograd convolution whose weights the program hands over compressed (WMB, weight
-  stream, WGS from ``regressions.reference.wcomp``) writes exactly what the reference computes from the
+  stream, WGS from ``regressions.lib.reference.wcomp``) writes exactly what the reference computes from the
   uncompressed weights: decompression is lossless and in the hardware's order.
 
 Both examples are one DRAM program, so a saved failure carries a replayable trace checking the reference's
@@ -25,9 +25,9 @@ from regressions import programs
 from regressions import programs_winograd as pw
 from regressions.fuzz import engines, serialize
 from regressions.fuzz.properties import Property, register
-from regressions.fuzz.strategies import configs_with
-from regressions.fuzz.strategies.conv_winograd import WcompExample, wcomp_examples, winograd_layers
-from regressions.reference.arith import OutsideCmodDomain
+from regressions.lib.reference.arith import OutsideCmodDomain
+from regressions.lib.strategies import configs_with
+from regressions.lib.strategies.conv_winograd import WcompExample, wcomp_examples, winograd_layers
 
 # The example classes of this module, so saved failures read back (serialize keeps one table by name).
 for _cls in (pw.WinogradLayer, WcompExample):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.childrun import run_child
+from regressions.lib.childrun import run_child
 
 #: "Well under 1.5 GB": the cube is 256 MiB, its output 64 MiB; one pass over it took 6.2 GB.
 RSS_LIMIT = 1 << 30

@@ -195,7 +195,7 @@ CAFFE_SEEDS = (("poolnet", False), ("lenet", False), ("lenet", True))
 
 @lru_cache(maxsize=None)
 def _zoo(name: str):
-    from regressions.zoo import models
+    from regressions.lib.zoo import models
 
     return getattr(models, name)(0)
 
@@ -214,7 +214,7 @@ def _onnx_seeds(_: Path) -> list[Seed]:
 
 @lru_cache(maxsize=None)
 def _caffe_files(workdir: Path, name: str, legacy: bool) -> tuple[Path, Path]:
-    from regressions.zoo.to_caffe import to_caffe
+    from regressions.lib.zoo.to_caffe import to_caffe
 
     text, weights = to_caffe(_zoo(name), legacy=legacy)
     stem = f"{name}_v1" if legacy else name

@@ -55,8 +55,8 @@ class Material:
         import numpy as np
         import onnx
 
-        from regressions.zoo.models import lenet, poolnet
-        from regressions.zoo.to_caffe import to_caffe
+        from regressions.lib.zoo.models import lenet, poolnet
+        from regressions.lib.zoo.to_caffe import to_caffe
 
         root.mkdir(parents=True, exist_ok=True)
         onnx.save(poolnet(0), root / "poolnet.onnx")

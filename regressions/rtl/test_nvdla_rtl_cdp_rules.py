@@ -16,7 +16,6 @@ where the cmod's rules give another output, with that CRC, which must fail.
 from __future__ import annotations
 
 import dataclasses
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +24,9 @@ import pytest
 from golden.config import get_config
 from golden.dla import Dla
 from golden.lut import LutRegisters
+from regressions.lib.golden_verdict import crc_trace
+from regressions.lib.reference import cdp as ref_cdp
 from regressions.programs import LrnLayer, program_cdp
-from regressions.reference import cdp as ref_cdp
 from regressions.rtl.nvdla_rtl import CONFIG, SIM_WORKERS, SIMULATOR, nvdla_rtl_options
 from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
 from runtime.suite import FAIL, PASS
@@ -75,11 +75,11 @@ def test_cdp_lut_controller_rules_on_nvdla_rtl(tmp_path: Path) -> None:
     cfgs = []
     for name, layer in _cases().items():
         program = program_cdp(HW, layer)
-        rtl_rule, cmod_rule = (zlib.crc32(program.run(Dla(hw))) for hw in (HW, CMOD))
-        cfgs.append(program.write_trace(tmp_path / CONFIG / name, name, rtl_rule))
+        rtl_rule, cmod_rule = (program.run(Dla(hw)) for hw in (HW, CMOD))
+        cfgs.append(crc_trace(program, tmp_path / CONFIG, name, rtl_rule))
         expect[name] = PASS
         if cmod_rule != rtl_rule:
-            cfgs.append(program.write_trace(tmp_path / CONFIG / f"{name}_cmod", f"{name}_cmod", cmod_rule))
+            cfgs.append(crc_trace(program, tmp_path / CONFIG, f"{name}_cmod", cmod_rule))
             expect[f"{name}_cmod"] = FAIL
     assert sum(v == FAIL for v in expect.values()) >= 4, "the cases no longer tell the RTL's rules from the cmod's"
     outcomes = {o.name: o for o in run_traces([(c, CONFIG) for c in cfgs], SIMULATOR, workers=SIM_WORKERS,

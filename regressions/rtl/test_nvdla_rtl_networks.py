@@ -1,6 +1,6 @@
 """Whole networks on NVDLA's own nv_small RTL (Verilator), byte for byte against the golden model.
 
-- Every zoo network (``regressions.zoo``: lenet, poolnet, resnet, mobilenet, inception) compiled for nv_small
+- Every zoo network (``regressions.lib.zoo``: lenet, poolnet, resnet, mobilenet, inception) compiled for nv_small
   runs entirely on the DUT (no ``--fallback``: NVDLA's RTL has CONV, SDP X1/X2, PDP and CDP), once pipelined
   (an op starts while earlier ones still run, two per engine in flight) and once one op at a time (what
   ``--profile`` forces); its int8 outputs equal the golden target's in the same mode.
@@ -29,7 +29,7 @@ from golden.config import get_config
 from regressions.nvdla.from_trace import NotExpressible, convert
 from regressions.rtl.nvdla_rtl import CONFIG, FULL, SIMULATOR, nvdla_rtl_options
 from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
-from regressions.zoo.models import inception, lenet, mobilenet, poolnet, resnet
+from regressions.lib.zoo.models import inception, lenet, mobilenet, poolnet, resnet
 from runtime.executor import Network
 from runtime.golden_target import GoldenTarget
 from runtime.nvdla import fbs
@@ -145,7 +145,7 @@ def _golden(blob: bytes) -> list[bytes]:
 
 def test_nvdla_loadables_on_nvdla_rtl(pytestconfig: pytest.Config, tmp_path: Path) -> None:
     from regressions.rtl.test_rtl_nvdla import _sdp_loadable
-    from tests.runtime.test_nvdla_firmware import _independent_pools
+    from regressions.lib.nvdla_loadables import independent_pools
 
     root = nvdla_traces_root(pytestconfig) / CONFIG
     if not root.is_dir():
@@ -159,7 +159,7 @@ def test_nvdla_loadables_on_nvdla_rtl(pytestconfig: pytest.Config, tmp_path: Pat
         assert per["dc"] >= 12 and per["pdp"] == 15 and per["cdp"] >= 23 and per["sdp"] >= 16, per
     rng = np.random.default_rng(3)
     handmade = {"sdp_x1_x2_two_in_flight": _sdp_loadable(1),
-                "pdp_three_pools": _independent_pools([rng.integers(-128, 128, size=(8, 8, 8), dtype=np.int8)
+                "pdp_three_pools": independent_pools([rng.integers(-128, 128, size=(8, 8, 8), dtype=np.int8)
                                                        for _ in range(3)])}
     blobs = [(n, b) for n, b, _ in cases] + list(handmade.items())
     nets = [NvdlaNetwork(fbs.parse(blob), path=name) for name, blob in blobs]

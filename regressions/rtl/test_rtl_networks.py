@@ -21,7 +21,7 @@ from app.cli import main
 from compiler.driver import compile_graph
 from compiler.frontend import onnx as onnx_frontend
 from loadable.format import write_loadable
-from regressions.zoo.models import lenet, poolnet
+from regressions.lib.zoo.models import lenet, poolnet
 from runtime.executor import Network
 from runtime.profile import Profile
 from tb.duts import BUILTIN_DUT, dut_from_env
@@ -173,12 +173,12 @@ def test_conv_network_with_golden_fallback_equals_golden(simulator, tmp_path, ca
 
 
 def test_dut_that_hangs_fails_naming_the_op_and_keeps_the_log(tmp_path, monkeypatch, capsys):
-    """The fixture DUT (tests/tb/fixtures) advertises the conv units but only stubs them (an operation's
+    """The fixture DUT (regressions/lib/fixture_dut) advertises the conv units but only stubs them (an operation's
     done bit never comes): exit 1, one line naming task, op and the awaited interrupt; the run directory
     is kept."""
     if not available("icarus"):
         pytest.skip("icarus is not installed")
-    from tests.tb.fixture import FIXTURE_DIR, fixture_header
+    from regressions.lib.fixture_dut import FIXTURE_DIR, fixture_header
 
     monkeypatch.setenv("DLA_SIM_BUILD", str(tmp_path / "sim"))
     inc = tmp_path / "inc"

@@ -21,10 +21,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import nvdla_traces_root
 from app.cli import main
+from conftest import nvdla_traces_root
 from golden.config import get_config
 from golden.dla import CFGROM_PDP_NO_SDP_FLYING
+from regressions.lib.nvdla_loadables import add_output, feature_cube, independent_pools, pack_feature
 from regressions.nvdla.from_trace import INVERSES, NotExpressible, convert
 from regressions.rtl.test_rtl_networks import RTL_UNITS, available
 from runtime.golden_target import GoldenTarget
@@ -38,7 +39,6 @@ from tb.duts import BUILTIN_DUT, dut_from_env
 from tb.engines import DutCapabilities
 from tb.network import MissingEngineError
 from tb.nvdla_network import check_engines, op_needs, run_nvdla_networks
-from tests.runtime.test_nvdla_firmware import _cube, _independent_pools, _output, _pack
 
 pytestmark = pytest.mark.rtl
 HW = get_config("nv_small")
@@ -97,7 +97,7 @@ def _sdp_loadable(seed: int) -> bytes:
     kernel from memory; X1 add per kernel from memory, then X2 multiply per layer."""
     rng = np.random.default_rng(seed)
     c, h, w = 16, 6, 5
-    cube = _cube(0, c, h, w)
+    cube = feature_cube(0, c, h, w)
     per_kernel = rng.integers(-40, 40, size=c, dtype=np.int8).tobytes()
     stages = (
         (_sdp_x(type_=3, alu=-9, mul=3, truncate=1, act=1), _sdp_x(type_=1, mode=1, truncate=2), None, per_kernel),
@@ -106,9 +106,9 @@ def _sdp_loadable(seed: int) -> bytes:
     b = LoadableBuilder()
     for i, (x1, x2, x1_bytes, x2_bytes) in enumerate(stages):
         x = rng.integers(-128, 128, size=(c, h, w), dtype=np.int8)
-        src = b.buffer(f"src{i}", cube.size, _pack(x))
+        src = b.buffer(f"src{i}", cube.size, pack_feature(x))
         dst = b.buffer(f"dst{i}", cube.size)
-        surface = d.SdpSurfaceDesc(src_data=_cube(src, c, h, w), dst_data=_cube(dst, c, h, w))
+        surface = d.SdpSurfaceDesc(src_data=feature_cube(src, c, h, w), dst_data=feature_cube(dst, c, h, w))
         for name, data in (("x1_data", x1_bytes), ("x2_data", x2_bytes)):
             if data is not None:  # one operand per channel (strides ignored)
                 at = b.buffer(f"{name}{i}", len(data), data)
@@ -116,7 +116,7 @@ def _sdp_loadable(seed: int) -> bytes:
                                                   surf_stride=c, size=c))
         out_cvt = d.CvtParam(scale=1, truncate=0, enable=1)
         b.op(d.OP_SDP, d.SdpOpDesc(batch_num=1, lut_index=-1, out_cvt=out_cvt, x1_op=x1, x2_op=x2), surface)
-        _output(b, dst, f"sdp{i}", c, h, w)
+        add_output(b, dst, f"sdp{i}", c, h, w)
     return b.build()
 
 
@@ -141,10 +141,10 @@ def test_engine_check_names_op_type_and_missing_sdp_stage():
     b = LoadableBuilder()
     src, dst = b.buffer("src", 512, bytes(512)), b.buffer("dst", 512)
     b.op(d.OP_PDP, d.PdpOpDesc(split_num=1, pool_width=1, pool_height=1, stride_x=2, stride_y=2),
-         d.PdpSurfaceDesc(src_data=_cube(src, 8, 8, 8), dst_data=_cube(dst, 8, 4, 4)))
+         d.PdpSurfaceDesc(src_data=feature_cube(src, 8, 8, 8), dst_data=feature_cube(dst, 8, 4, 4)))
     y = _sdp_x(type_=1, act=2)  # Y multiplies and feeds the LUT
-    b.op(d.OP_SDP, d.SdpOpDesc(batch_num=1, lut_index=-1, y_op=y), d.SdpSurfaceDesc(src_data=_cube(src, 8, 8, 8),
-                                                                      dst_data=_cube(dst, 8, 8, 8)))
+    b.op(d.OP_SDP, d.SdpOpDesc(batch_num=1, lut_index=-1, y_op=y), d.SdpSurfaceDesc(src_data=feature_cube(src, 8, 8, 8),
+                                                                      dst_data=feature_cube(dst, 8, 8, 8)))
     net = NvdlaNetwork(fbs.parse(b.build()), path="ew.nvdla")
     needs = op_needs(net)
     assert [o.needs for o in needs] == [["PDP", "PDP_RDMA"], ["SDP", "SDP_RDMA", "SDP_EW", "SDP_LUT"]]
@@ -200,9 +200,9 @@ def test_two_pdp_ops_in_flight_on_rtl(simulator, tmp_path, capsys):
     the CLI writes the same DIMGs as on golden."""
     rng = np.random.default_rng(3)
     images = [rng.integers(-128, 128, size=(8, 8, 8), dtype=np.int8) for _ in range(3)]
-    blob = _independent_pools(images)
+    blob = independent_pools(images)
     nets = [NvdlaNetwork(fbs.parse(blob), path="pools")]
-    nets += [NvdlaNetwork(fbs.parse(_independent_pools([x])), path=f"pool{i}") for i, x in enumerate(images)]
+    nets += [NvdlaNetwork(fbs.parse(independent_pools([x])), path=f"pool{i}") for i, x in enumerate(images)]
     together, *alone = run_nvdla_networks(nets, HW, simulator=simulator,
                                           options={"runs_root": str(tmp_path), "dut_name": DUT})
     stats = together.tasks[0].stats
@@ -234,12 +234,12 @@ def _conv_loadable() -> bytes:
     """A convolution fused into SDP (enough for the engine check, which only decodes descriptors)."""
     b = LoadableBuilder()
     src, wt, dst = b.buffer("src", 512, bytes(512)), b.buffer("w", 512, bytes(512)), b.buffer("dst", 512)
-    surface = d.ConvSurfaceDesc(src_data=_cube(src, 8, 8, 8), weight_data=_cube(wt, 8, 8, 8),
+    surface = d.ConvSurfaceDesc(src_data=feature_cube(src, 8, 8, 8), weight_data=feature_cube(wt, 8, 8, 8),
                                 dst_data=d.DataCube(type=d.MEM_HW))
     conv = b.op(d.OP_CONV, d.ConvOpDesc(), surface)
     b.op(d.OP_SDP, d.SdpOpDesc(batch_num=1, lut_index=-1), d.SdpSurfaceDesc(src_data=d.DataCube(type=d.MEM_HW),
-                                                               dst_data=_cube(dst, 8, 8, 8)), fused_to=conv)
-    _output(b, dst, "out", 8, 8, 8)
+                                                               dst_data=feature_cube(dst, 8, 8, 8)), fused_to=conv)
+    add_output(b, dst, "out", 8, 8, 8)
     return b.build()
 
 
@@ -279,7 +279,7 @@ def test_dut_failure_is_one_line_exit_1_and_keeps_the_run(simulator, tmp_path, m
                                                                   "runs_root": str(tmp_path / "runs")})
     path = tmp_path / "pools.nvdla"
     rng = np.random.default_rng(3)
-    path.write_bytes(_independent_pools([rng.integers(-128, 128, size=(8, 8, 8), dtype=np.int8) for _ in range(3)]))
+    path.write_bytes(independent_pools([rng.integers(-128, 128, size=(8, 8, 8), dtype=np.int8) for _ in range(3)]))
     assert main(["run", str(path), "--config", "nv_small", "--target", simulator, "--timeout-cycles", "20",
                  "--dimg", str(tmp_path / "d")]) == 1
     err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("dla: building ")]
@@ -294,7 +294,7 @@ def test_dut_failure_is_one_line_exit_1_and_keeps_the_run(simulator, tmp_path, m
 def test_emu_tasks_run_between_simulated_dla_tasks(simulator, before_dla, tmp_path):
     """EMU1 (CPU) tasks run in the cocotb test between the DUT's DLA tasks, through the DUT's memory, in
     submit order: the result equals the plain computation and golden's run."""
-    from tests.runtime.test_nvdla_emu import emu_and_pool_expected, emu_and_pool_loadable
+    from regressions.lib.nvdla_loadables import emu_and_pool_expected, emu_and_pool_loadable
 
     x = np.random.default_rng(7).integers(-40, 40, (8, 4, 4)).astype(np.int8)
     blob = emu_and_pool_loadable(x, before_dla)

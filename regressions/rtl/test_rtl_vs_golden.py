@@ -1,7 +1,7 @@
 """Golden vs RTL on hypothesis-drawn PDP and SDP layers: byte-identical outputs.
 
 hypothesis draws the layers in the pytest process; each becomes a register program, the golden model gives
-its output CRC, and the program is saved as an NVDLA trace checking that CRC (``regressions.rtl.golden_verdict``).
+its output CRC, and the program is saved as an NVDLA trace checking that CRC (``regressions.lib.golden_verdict``).
 All traces then run in one simulation of one DUT build (STYLE: configs go to the simulator as data).
 ``DLA_RTL_DIFF_EXAMPLES`` sets how many layers (20 in ``make test``, 200 at ``make regress`` level ci); both
 simulators run them (``DLA_RTL_DIFF_SIM`` picks one).
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from app.targets import register_simulators
 from golden import get_config
 from regressions import programs
-from regressions.fuzz.strategies import pool_layers, sdp_layers
-from regressions.rtl.golden_verdict import golden_trace, rtl_disagreements
+from regressions.lib.golden_verdict import golden_trace, rtl_disagreements
+from regressions.lib.strategies import pool_layers, sdp_layers
 from tb.duts import dut_config, dut_from_env
 
 register_simulators()  # run_batch and Network.run find the simulators by name

@@ -18,7 +18,7 @@ from compiler.frontend import caffe
 from compiler.frontend import load_model
 from compiler.ir import Graph, Shape
 from compiler.proto import caffe_pb2 as pb
-from regressions.zoo.to_caffe import to_caffe
+from regressions.lib.zoo.to_caffe import to_caffe
 
 RNG = np.random.default_rng(1234)
 

@@ -14,7 +14,7 @@ from compiler.codegen import conv as codegen_conv
 from compiler.driver import compile_graph
 from compiler.frontend import onnx as onnx_frontend
 from golden.errors import ConfigError
-from regressions.zoo.models import lenet
+from regressions.lib.zoo.models import lenet
 from runtime.errors import ExecutionError
 from runtime.executor import Network
 

@@ -25,9 +25,9 @@ from golden.engines.sdp import output_cvt as sdp_output_cvt
 from golden.engines.sdp_lut import lut_lookup
 from golden.errors import UnsupportedError
 from golden.lut import LutRegisters
+from regressions.lib.reference import cdp as rcdp
+from regressions.lib.reference import sdp as rsdp
 from regressions.programs import LrnLayer, SdpLayer, program_cdp, program_sdp, unpack_feature
-from regressions.reference import cdp as rcdp
-from regressions.reference import sdp as rsdp
 
 LUT_CONFIGS = [name for name, hw in PRESETS.items() if hw.sdp_lut]
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1

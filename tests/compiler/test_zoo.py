@@ -16,9 +16,9 @@ from onnx.reference.op_run import OpRun
 from compiler.float_exec import run_float
 from compiler.frontend.onnx import load
 from compiler.ops import OPS
-from regressions.zoo import ZOO
-from regressions.zoo.digits import DigitsModel, train_digits
-from regressions.zoo.models import cost
+from regressions.lib.zoo import ZOO
+from regressions.lib.zoo.digits import DigitsModel, train_digits
+from regressions.lib.zoo.models import cost
 
 NAMES = sorted(ZOO)
 

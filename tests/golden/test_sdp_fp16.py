@@ -17,7 +17,7 @@ from golden.errors import ConfigError, UnsupportedError
 from golden.lut import LutRegisters
 from regressions import programs_fp16 as P
 from regressions.fuzz.fp16_sdp import reference_output
-from regressions.reference import sdp_fp16 as ref
+from regressions.lib.reference import sdp_fp16 as ref
 
 ATOM = NV_FULL.atom_elements("fp16")
 

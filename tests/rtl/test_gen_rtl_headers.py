@@ -9,8 +9,7 @@ import pytest
 from golden.config import PRESETS, get_config
 from golden.dla import cfgrom_values
 from golden.regs import UNIT_BASES, UNITS
-
-from .sim import gen
+from tb import rtl_headers as gen
 
 _DEFINE = re.compile(r"^`define[ \t]+(\w+)(?:[ \t]+(.*?))?[ \t]*$", re.M)
 

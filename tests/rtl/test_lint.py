@@ -10,8 +10,7 @@ import shutil
 import pytest
 
 from golden.config import PRESETS, get_config
-
-from . import sim
+from tb.vectors import sim
 
 VERILATOR = sim.verilator_env()
 needs_verilator = pytest.mark.skipif(

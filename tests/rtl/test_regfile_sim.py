@@ -1,7 +1,7 @@
 """The RTL register file against golden.Dla: every register's reset value, masks, ping-pong groups,
 S_POINTER, writes to armed groups, GLB interrupt status/set/mask and the dla_intr line, the LUT
 access port, CFGROM, absent units and holes — one CSB sequence, expected values from the golden
-model, played on rtl/NV_nvdla under Icarus by tests/rtl/tb_nvdla.v."""
+model, played on rtl/NV_nvdla under Icarus by tb/vectors/tb_nvdla.v."""
 from __future__ import annotations
 
 import random
@@ -15,9 +15,7 @@ from golden.dla import LUT_DEPTH
 from golden.engines import load_engines
 from golden.errors import ConfigError, RegisterError, UnsupportedError
 from golden.regs import UNIT_WINDOW, UNITS, Register, register_map
-
-from . import sim
-from .vectors import Vectors
+from tb.vectors import Vectors, sim
 
 pytestmark = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not installed")
 

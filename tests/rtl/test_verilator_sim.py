@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from golden import get_config
+from tb.vectors import sim
 
-from . import sim
 from .test_engine_sim import engine_program
 from .test_regfile_sim import register_program
 

@@ -17,7 +17,7 @@ import onnx
 import pytest
 
 from app.cli import main
-from regressions.zoo.models import poolnet
+from regressions.lib.zoo.models import poolnet
 
 ROOT = Path(__file__).resolve().parents[2]
 DLA = [sys.executable, "-m", "app.cli"]

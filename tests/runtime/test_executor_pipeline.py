@@ -8,9 +8,9 @@ import pytest
 
 from compiler.driver import compile_model
 from golden.regs import register_map
+from regressions.lib.zoo import ZOO
 from runtime.executor import Network
 from runtime.golden_target import GoldenTarget
-from regressions.zoo import ZOO
 
 
 @pytest.fixture(scope="module")

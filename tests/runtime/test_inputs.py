@@ -275,7 +275,7 @@ def _tiny_model(path: Path, channels: int) -> Path:
     import onnx
     from onnx import TensorProto, helper
 
-    from regressions.zoo.models import NetBuilder
+    from regressions.lib.zoo.models import NetBuilder
 
     nb = NetBuilder(f"tiny{channels}", channels, (channels, 8, 8))
     x = nb.max_pool(nb.relu(nb.conv("data", 8, 3)), 2, 2)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from app.cli import main
+from regressions.lib.nvdla_loadables import independent_pools, maxpool2
 from runtime.nvdla import fbs
 from runtime.nvdla.dimg import decode_dimg
-from tests.runtime.test_nvdla_firmware import _independent_pools, _maxpool2
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def x():
 @pytest.fixture
 def nvdla(tmp_path, x) -> Path:
     path = tmp_path / "pool.nvdla"
-    path.write_bytes(_independent_pools([x]))
+    path.write_bytes(independent_pools([x]))
     return path
 
 
@@ -37,14 +37,14 @@ def _one_line(err: str, *needles: str) -> None:
 def _pool_loadable(x: np.ndarray) -> bytes:
     from runtime.nvdla import descriptors as d
     from runtime.nvdla.writer import LoadableBuilder
-    from tests.runtime.test_nvdla_firmware import _cube, _output, _pack, _pool_op
+    from regressions.lib.nvdla_loadables import add_output, feature_cube, pack_feature, pool_2x2_op
 
     c, h, w = x.shape
     b = LoadableBuilder()
-    src = b.buffer("src", _cube(0, c, h, w).size, _pack(x))
-    dst = b.buffer("dst", _cube(0, c, h // 2, w // 2).size)
-    b.op(d.OP_PDP, _pool_op(), d.PdpSurfaceDesc(src_data=_cube(src, c, h, w), dst_data=_cube(dst, c, h // 2, w // 2)))
-    _output(b, dst, "pool", c, h // 2, w // 2)
+    src = b.buffer("src", feature_cube(0, c, h, w).size, pack_feature(x))
+    dst = b.buffer("dst", feature_cube(0, c, h // 2, w // 2).size)
+    b.op(d.OP_PDP, pool_2x2_op(), d.PdpSurfaceDesc(src_data=feature_cube(src, c, h, w), dst_data=feature_cube(dst, c, h // 2, w // 2)))
+    add_output(b, dst, "pool", c, h // 2, w // 2)
     return b.build()
 
 
@@ -74,7 +74,7 @@ def test_run_writes_nvdla_dimg(tmp_path, capsys):
     assert blob[:8] == b"DIMG" + struct.pack("<I", 0) and len(blob) == 36 + 32 * 4 * 4
     assert (head["format"], head["width"], head["height"], head["channel"]) == (40, 4, 4, 32)
     assert (head["line_stride"], head["surface_stride"], head["size"]) == (32, 128, 512)
-    assert head["data"] == _x32_dimg_data(_maxpool2(x), 32, 128)
+    assert head["data"] == _x32_dimg_data(maxpool2(x), 32, 128)
 
 
 def test_nvdla_interleave_past_the_buffer_is_refused_native_is_not(nvdla, x, tmp_path, capsys):
@@ -87,7 +87,7 @@ def test_nvdla_interleave_past_the_buffer_is_refused_native_is_not(nvdla, x, tmp
     assert main(["run", str(nvdla), "--config", "nv_small", "--dimg", str(out), "--dimg-format", "native"]) == 0
     head = decode_dimg((out / "o_000000.dimg").read_bytes())
     assert head["format"] == 41  # D_F8_CxHWx_x8_I
-    assert head["data"] == _maxpool2(x).astype(np.int8).tobytes()
+    assert head["data"] == maxpool2(x).astype(np.int8).tobytes()
 
 
 @pytest.mark.parametrize("damage, needle", [

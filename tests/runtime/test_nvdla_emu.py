@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from golden.config import get_config
+from regressions.lib.nvdla_loadables import emu_and_pool_expected, emu_and_pool_loadable
 from runtime.golden_target import GoldenTarget
-from runtime.nvdla import descriptors as d
 from runtime.nvdla import emulator as emu
 from runtime.nvdla import fbs
 from runtime.nvdla.emulator import EmuBufferDesc, EmuOp
@@ -284,45 +284,6 @@ def test_legacy_layout_runs_one_op_per_task():
 
 
 # ---- EMU and DLA tasks in submit order --------------------------------------------------------------------
-def _pdp_pool(b: LoadableBuilder, src: int, dst: int) -> None:
-    def cube(index: int, hw: int) -> d.DataCube:
-        return d.DataCube(address=index, width=hw, height=hw, channel=8, line_stride=hw * 8, surf_stride=hw * hw * 8,
-                          size=hw * hw * 8)
-
-    op = d.PdpOpDesc(split_num=1, pool_mode=1, pool_width=1, pool_height=1, stride_x=2, stride_y=2)
-    b.op(d.OP_PDP, op, d.PdpSurfaceDesc(src_data=cube(src, 4), dst_data=cube(dst, 2)))
-
-
-def emu_and_pool_loadable(x: np.ndarray, before_dla: bool) -> bytes:
-    """power(x) = 2x + 1 on a 4x4x8 int8 cube (EMU task) and a 2x2 max pool (DLA task), in either order on
-    nv_small (8-channel atoms: INT8_8); output "out" is the 2x2x8 result. Also run on RTL
-    (``regressions/rtl/test_rtl_nvdla.py``)."""
-    b = LoadableBuilder()
-    a = b.buffer("a", 128, x.transpose(1, 2, 0).tobytes())  # one 8-channel surface: HWC
-    m = b.buffer("m", 128)
-    z = b.buffer("z", 32)
-    op = EmuOp(emu.EMU_OP_POWER, power=1.0, scale=2.0, shift=1.0)
-    if before_dla:
-        hw, src, dst = 4, a, m
-        _pdp_pool(b, m, z)
-    else:
-        hw, src, dst = 2, z, m
-        _pdp_pool(b, a, z)
-    cube = dict(format=emu.FORMAT_INT8_8, width=hw, height=hw, channel=8, line_stride=hw * 8, surf_stride=hw * hw * 8)
-    b.emu_task([(op, EmuBufferDesc(src, **cube), EmuBufferDesc(dst, **cube))], before_dla=before_dla)
-    out_index = z if before_dla else m
-    b.output(out_index, fbs.TensorDesc(name="out", id=0, mem_id=0, size=32, c=8, h=2, w=2,
-                                       strides=[1, 16, 32, 0, 0, 0, 0, 0]))
-    return b.build()
-
-
-def emu_and_pool_expected(x: np.ndarray, before_dla: bool) -> np.ndarray:
-    def pool(v: np.ndarray) -> np.ndarray:
-        return v.reshape(8, 2, 2, 2, 2).max(axis=(2, 4))
-
-    return pool(2 * x.astype(int) + 1) if before_dla else 2 * pool(x).astype(int) + 1  # |2x + 1| < 128
-
-
 @pytest.mark.parametrize("before_dla", [True, False])
 def test_emu_tasks_run_in_submit_order_with_dla_tasks(before_dla):
     """The EMU task and the DLA task run in submit order; the second sees the first one's result."""

@@ -7,6 +7,15 @@ import pytest
 
 from golden.config import get_config
 from golden.regs import register_map
+from regressions.lib.nvdla_loadables import (
+    ATOM,
+    add_output,
+    feature_cube,
+    independent_pools,
+    maxpool2,
+    pack_feature,
+    pool_2x2_op,
+)
 from runtime.golden_target import GoldenTarget
 from runtime.nvdla import descriptors as d
 from runtime.nvdla import fbs
@@ -14,7 +23,6 @@ from runtime.nvdla.run import NvdlaNetwork, NvdlaRunError
 from runtime.nvdla.writer import LoadableBuilder
 
 HW = get_config("nv_small")
-ATOM = 8  # nv_small channels per surface
 
 
 class Recorder(GoldenTarget):
@@ -37,41 +45,10 @@ class Recorder(GoldenTarget):
         return value
 
 
-def _cube(address: int, c: int, h: int, w: int) -> d.DataCube:
-    line = w * ATOM
-    surf = line * h
-    return d.DataCube(address=address, width=w, height=h, channel=c, line_stride=line, surf_stride=surf,
-                      size=surf * -(-c // ATOM))
-
-
-def _pack(x: np.ndarray) -> bytes:
-    """(C, H, W) int8 -> NVDLA feature layout with 8-channel surfaces."""
-    c, h, w = x.shape
-    s = -(-c // ATOM)
-    lanes = np.zeros((s * ATOM, h, w), dtype=np.int8)
-    lanes[:c] = x
-    return lanes.reshape(s, ATOM, h, w).transpose(0, 2, 3, 1).tobytes()
-
-
 def _unpack(buf: bytes, c: int, h: int, w: int) -> np.ndarray:
     s = -(-c // ATOM)
     a = np.frombuffer(buf, dtype=np.int8)[: s * h * w * ATOM].reshape(s, h, w, ATOM)
     return a.transpose(0, 3, 1, 2).reshape(s * ATOM, h, w)[:c]
-
-
-def _maxpool2(x: np.ndarray) -> np.ndarray:
-    c, h, w = x.shape
-    return x.reshape(c, h // 2, 2, w // 2, 2).max(axis=(2, 4))
-
-
-def _pool_op() -> d.PdpOpDesc:
-    return d.PdpOpDesc(split_num=1, pool_mode=1, pool_width=1, pool_height=1, stride_x=2, stride_y=2)
-
-
-def _output(b: LoadableBuilder, index: int, name: str, c: int, h: int, w: int) -> None:
-    cube = _cube(index, c, h, w)
-    b.output(index, fbs.TensorDesc(name=name, id=0, mem_id=0, size=cube.size, c=c, h=h, w=w,
-                                   strides=[1, cube.line_stride, cube.surf_stride, 0, 0, 0, 0, 0]))
 
 
 def _run(blob: bytes, target=None):
@@ -85,18 +62,8 @@ def images():
     return [rng.integers(-128, 128, size=(8, 8, 8), dtype=np.int8) for _ in range(3)]
 
 
-def _independent_pools(images, legacy=False) -> bytes:
-    b = LoadableBuilder(legacy=legacy)
-    for i, x in enumerate(images):
-        src = b.buffer(f"src{i}", 512, _pack(x))
-        dst = b.buffer(f"dst{i}", 128)
-        b.op(d.OP_PDP, _pool_op(), d.PdpSurfaceDesc(src_data=_cube(src, 8, 8, 8), dst_data=_cube(dst, 8, 4, 4)))
-        _output(b, dst, f"pool{i}", 8, 4, 4)
-    return b.build()
-
-
 def test_independent_ops_run_two_per_engine_and_match_one_at_a_time(images):
-    result, rec = _run(_independent_pools(images), Recorder(HW))
+    result, rec = _run(independent_pools(images), Recorder(HW))
     stats = result.tasks[0].stats
     assert stats.ops == {"PDP": 3}
     assert stats.max_in_flight["PDP"] == 2  # both ping-pong groups busy at once
@@ -106,20 +73,20 @@ def test_independent_ops_run_two_per_engine_and_match_one_at_a_time(images):
     producers = [e[2] & 1 for e in rec.log[:first_status] if e[0] == "w" and e[1] == "PDP.S_POINTER"]
     assert len(enables) == 2 and {0, 1} <= set(producers)
     for i, x in enumerate(images):  # bytes equal to running each op in a loadable of its own
-        alone, _ = _run(_independent_pools([x]))
+        alone, _ = _run(independent_pools([x]))
         assert result.outputs[i].data == alone.outputs[0].data
-        assert np.array_equal(_unpack(result.outputs[i].data, 8, 4, 4), _maxpool2(x))
+        assert np.array_equal(_unpack(result.outputs[i].data, 8, 4, 4), maxpool2(x))
 
 
 def test_a_consumer_waits_for_its_producer(images):
     b = LoadableBuilder()
-    src = b.buffer("src", 512, _pack(images[0]))
+    src = b.buffer("src", 512, pack_feature(images[0]))
     mid = b.buffer("mid", 128)
     out = b.buffer("out", 32)
-    first = b.op(d.OP_PDP, _pool_op(), d.PdpSurfaceDesc(src_data=_cube(src, 8, 8, 8), dst_data=_cube(mid, 8, 4, 4)))
-    b.op(d.OP_PDP, _pool_op(), d.PdpSurfaceDesc(src_data=_cube(mid, 8, 4, 4), dst_data=_cube(out, 8, 2, 2)),
+    first = b.op(d.OP_PDP, pool_2x2_op(), d.PdpSurfaceDesc(src_data=feature_cube(src, 8, 8, 8), dst_data=feature_cube(mid, 8, 4, 4)))
+    b.op(d.OP_PDP, pool_2x2_op(), d.PdpSurfaceDesc(src_data=feature_cube(mid, 8, 4, 4), dst_data=feature_cube(out, 8, 2, 2)),
          after=[first])
-    _output(b, out, "out", 8, 2, 2)
+    add_output(b, out, "out", 8, 2, 2)
     ld = fbs.parse(b.build())
     deps = next(x for x in ld.blobs if x.sub_interface == fbs.SUB_DEPGRAPH).data
     op0, op1 = d.CommonOpDesc.decode(deps, 0), d.CommonOpDesc.decode(deps, 36)
@@ -131,14 +98,14 @@ def test_a_consumer_waits_for_its_producer(images):
     enables = [i for i, e in enumerate(rec.log) if e[1] == "PDP.D_OP_ENABLE"]
     first_clear = next(i for i, e in enumerate(rec.log) if e[0] == "w" and e[1] == "GLB.S_INTR_STATUS")
     assert enables[0] < first_clear < enables[1]
-    assert np.array_equal(_unpack(result.outputs[0].data, 8, 2, 2), _maxpool2(_maxpool2(images[0])))
+    assert np.array_equal(_unpack(result.outputs[0].data, 8, 2, 2), maxpool2(maxpool2(images[0])))
 
 
 def test_a_target_that_already_ran_is_reused(images):
     """The free group comes from the hardware's S_POINTER CONSUMER, so a second run on the same DLA
     (now at group 1) works and gives the same bytes."""
     target = GoldenTarget(HW)
-    blob = _independent_pools(images[:1])
+    blob = independent_pools(images[:1])
     first, _ = _run(blob, target)
     second, _ = _run(blob, target)
     assert first.outputs[0].data == second.outputs[0].data
@@ -158,7 +125,7 @@ def test_a_graph_that_cannot_finish_is_reported(images):
         op.dependency_count = 1  # nobody will ever signal it
         return op.encode() + bytes(deps[36:])
 
-    blob = _patched(_independent_pools(images[:1]), fbs.SUB_DEPGRAPH, wait_forever)
+    blob = _patched(independent_pools(images[:1]), fbs.SUB_DEPGRAPH, wait_forever)
     with pytest.raises(NvdlaRunError, match=r"stalled after 0 of 1 ops: op 0 \(PDP\) group \d waiting on 1 event"):
         _run(blob)
 
@@ -169,7 +136,7 @@ def test_a_descriptor_outside_its_blob_is_reported(images):
         n.num_operations = 2
         return n.encode()
 
-    blob = _patched(_independent_pools(images[:1]), fbs.SUB_NETWORK, two_ops)
+    blob = _patched(independent_pools(images[:1]), fbs.SUB_NETWORK, two_ops)
     with pytest.raises(NvdlaRunError, match=r"operation_desc_index for 2 operations: bytes 0\.\.232 are outside "
                                             r"address 1 \(116 bytes\)"):
         _run(blob)
@@ -181,6 +148,6 @@ def test_a_cube_address_outside_the_address_list_is_reported(images):
         s.dst_data.address = 40
         return s.encode().ljust(len(surfs), b"\0")
 
-    blob = _patched(_independent_pools(images[:1]), fbs.SUB_SURFS, bad_address)
+    blob = _patched(independent_pools(images[:1]), fbs.SUB_SURFS, bad_address)
     with pytest.raises(NvdlaRunError, match=r"op 0 \(PDP\): address index 40 is outside the task's address list"):
         _run(blob)

@@ -6,10 +6,10 @@ import json
 import pytest
 
 from app.cli import main
+from regressions.lib.fixture_dut import FIXTURE_DIR, copy_trace, fixture_header, write_trace
 from tb.runner import REPO
 from tb.suite import builtin_dut
 from tests.tb.conftest import available
-from tests.tb.fixture import FIXTURE_DIR, copy_trace, fixture_header, write_trace
 
 needs_icarus = pytest.mark.skipif(not available("icarus"), reason="iverilog not installed")
 
@@ -112,7 +112,7 @@ def test_input_txn_traces_play_on_rtl(fixture_filelist, tmp_path, capsys):
     at CSB word addresses, wait, dump_mem compared with the expected dump (pass and fail)."""
     from golden.regs import register_map
     from tests.runtime.test_txn import data_file, dump_file
-    from tests.tb.fixture import DST, SRC
+    from regressions.lib.fixture_dut import DST, SRC
 
     small = register_map("small")
     payload = bytes((7 + i * 13) & 0xFF for i in range(16 * 8))

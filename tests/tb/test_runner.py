@@ -9,10 +9,10 @@ import textwrap
 import pytest
 
 from golden.memory import Memory
+from regressions.lib.fixture_dut import fixture_dut
 from tb.memory import AddressSpaceView
 from tb.runner import REPO, BuildError, DutSpec, build, extract_errors
 from tests.tb.conftest import available
-from tests.tb.fixture import fixture_dut
 
 needs_icarus = pytest.mark.skipif(not available("icarus"), reason="iverilog not installed")
 
@@ -63,7 +63,7 @@ def test_concurrent_builds_build_once(make_build_root):
         import sys; sys.path.insert(0, {str(REPO)!r})
         from pathlib import Path
         from tb.runner import build
-        from tests.tb.fixture import fixture_dut
+        from regressions.lib.fixture_dut import fixture_dut
         b = build(fixture_dut(), "icarus", root=Path({str(make_build_root)!r}))
         print(b.cached, b.directory)
     """)

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from regressions.lib.fixture_dut import copy_trace, fixture_dut, write_trace
 from tb.results import BenchSettings, JobFile, TraceJob, read_result
 from tb.runner import build, simulate
 from tb.suite import RtlOptions, run_suite
 from tests.tb.conftest import available
-from tests.tb.fixture import copy_trace, fixture_dut, write_trace
 
 HANG_BUDGET = 3000  # cycles: every passing fixture trace needs < 1000
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from regressions.lib.fixture_dut import FIXTURE_DIR, copy_trace, fixture_header, write_trace
 from runtime.processes import wait_gone
 from tests.tb.conftest import available
-from tests.tb.fixture import FIXTURE_DIR, copy_trace, fixture_header, write_trace
 
 pytestmark = pytest.mark.skipif(not available("icarus"), reason="iverilog not installed")
 

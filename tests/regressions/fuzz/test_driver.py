@@ -12,7 +12,7 @@ import pytest
 from regressions.fuzz import driver
 from regressions.fuzz.properties import PROPERTIES, Property
 from regressions.fuzz.serialize import from_json, to_json
-from regressions.fuzz.strategies import pool_layers
+from regressions.lib.strategies import pool_layers
 from runtime import suite
 from runtime.suite import FAIL, run_trace
 

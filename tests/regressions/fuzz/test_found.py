@@ -15,8 +15,8 @@ from golden import get_config
 from regressions import programs
 from regressions.fuzz import engines, found, serialize
 from regressions.fuzz.properties import load
-from regressions.reference import sdp as ref_sdp
-from regressions.reference.arith import OutsideCmodDomain
+from regressions.lib.reference import sdp as ref_sdp
+from regressions.lib.reference.arith import OutsideCmodDomain
 from runtime.suite import PASS, FAIL, run_trace
 
 PROPS = load()
