@@ -183,7 +183,7 @@ class Workload:
     """One engine operation as a register program, and the work it does (in ``unit``)."""
 
     hw: object  # golden.HwConfig
-    program: object  # regressions.programs.Program
+    program: object  # regressions.programs.LayerTest
     work: int
     unit: str
     describe: str

@@ -43,7 +43,7 @@ EW_CONFIGS = configs_with(lambda hw: hw.sdp_ew)
 RTL_CONFIG = "nv_small"
 
 #: (program, expected output bytes, output (channels, height, width))
-Built = tuple[programs.Program, bytes, tuple[int, int, int]]
+Built = tuple[programs.LayerTest, bytes, tuple[int, int, int]]
 
 
 # ---- shared helpers -----------------------------------------------------------------------------------
@@ -106,8 +106,10 @@ def make_check(build: Callable[[HwConfig, Any], Built]) -> Callable[[HwConfig, A
     return check
 
 
-def make_program(build: Callable[[HwConfig, Any], Built]) -> Callable[[HwConfig, Any], tuple[programs.Program, bytes]]:
-    def program(hw: HwConfig, example: Any) -> tuple[programs.Program, bytes]:
+def make_program(
+    build: Callable[[HwConfig, Any], Built],
+) -> Callable[[HwConfig, Any], tuple[programs.LayerTest, bytes]]:
+    def program(hw: HwConfig, example: Any) -> tuple[programs.LayerTest, bytes]:
         built, want, _ = build(hw, example)
         return built, want
 
@@ -121,7 +123,7 @@ def _word(name: str, **fields: int) -> tuple[str, int]:
     return register_.full_name, register_.encode(**fields)
 
 
-def apply_split(program: programs.Program, split: PdpSplit) -> None:
+def apply_split(program: programs.LayerTest, split: PdpSplit) -> None:
     """Program split-width mode into a PDP program (``programs.program_pdp`` writes one split):
     ``SPLIT_NUM`` and the partial widths in both PDP and PDP_RDMA, before the enables."""
     (fi, mi, li), (fo, mo, lo) = split.in_widths, split.out_widths

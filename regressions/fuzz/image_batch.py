@@ -39,7 +39,7 @@ for _cls in (ImageLayer, BatchConvLayer):
 #: Presets with batch mode (nv_full).
 BATCH_CONFIGS = configs_with(lambda hw: hw.batch)
 
-Built = tuple[programs.Program, bytes, Any]
+Built = tuple[programs.LayerTest, bytes, Any]
 
 
 def _out_cvt(acc: np.ndarray, atom: int, out_cvt: tuple[int, int, int]) -> np.ndarray:
@@ -111,7 +111,7 @@ def _check(build, describe_fn):
 
 
 def _program(build):
-    def program(hw: HwConfig, example: Any) -> tuple[programs.Program, bytes]:
+    def program(hw: HwConfig, example: Any) -> tuple[programs.LayerTest, bytes]:
         built, want, _ = build(hw, example)
         return built, want
 

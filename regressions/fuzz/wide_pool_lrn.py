@@ -43,7 +43,7 @@ serialize.TYPES.update({cls.__name__: cls for cls in (
     programs_wide.WidePoolLayer, programs_wide.WideLrnLayer, WidePdpExample, LutRegisters)})
 
 #: (program, expected output bytes, padded reference output, expected status registers {name: value})
-Built = tuple[programs.Program, bytes, np.ndarray, dict[str, int]]
+Built = tuple[programs.LayerTest, bytes, np.ndarray, dict[str, int]]
 
 
 def _nan_inf(bits: np.ndarray) -> tuple[int, int]:
@@ -143,8 +143,10 @@ def make_check(build: Callable[[HwConfig, Any], Built]) -> Callable[[HwConfig, A
     return check
 
 
-def make_program(build: Callable[[HwConfig, Any], Built]) -> Callable[[HwConfig, Any], tuple[programs.Program, bytes]]:
-    def program(hw: HwConfig, example: Any) -> tuple[programs.Program, bytes]:
+def make_program(
+    build: Callable[[HwConfig, Any], Built],
+) -> Callable[[HwConfig, Any], tuple[programs.LayerTest, bytes]]:
+    def program(hw: HwConfig, example: Any) -> tuple[programs.LayerTest, bytes]:
         built, want, _, _ = build(hw, example)
         return built, want
 

@@ -38,7 +38,7 @@ WINOGRAD_CONFIGS = configs_with(lambda hw: hw.winograd)
 WCOMP_CONFIGS = configs_with(lambda hw: hw.weight_compression)
 
 #: (program, expected output bytes, (channels, height, width, bytes per element))
-Built = tuple[programs.Program, bytes, tuple[int, int, int, int]]
+Built = tuple[programs.LayerTest, bytes, tuple[int, int, int, int]]
 
 
 def build_winograd(hw: HwConfig, layer: pw.WinogradLayer) -> Built:
@@ -93,7 +93,7 @@ def _check(build):
 
 
 def _program(build):
-    def program(hw: HwConfig, example: Any) -> tuple[programs.Program, bytes]:
+    def program(hw: HwConfig, example: Any) -> tuple[programs.LayerTest, bytes]:
         built, want, _ = build(hw, example)
         return built, want
 
