@@ -1,8 +1,6 @@
-"""Register programs for 16-bit direct convolutions (int16 and fp16, nv_full), built from layer parameters.
+"""Single-layer tests of 16-bit direct convolutions (int16 and fp16, nv_full), built from layer parameters.
 
-The compiler's codegen (``compiler.codegen.conv``) emits int8 only, so these programs are written here by
-register name, like ``regressions.programs.program_conv`` otherwise: CDMA/CSC/CMAC_A/CMAC_B/CACC feeding
-SDP on the fly, SDP writing the result to memory, enabled in the firmware's order. Memory images are packed
+The registers come from the compiler's 16-bit conv emitter (``compiler.codegen.conv_wide``); memory images are packed
 with plain numpy from NVDLA_NOTES §3 (2-byte little-endian elements, 16 per 32-byte atom; direct-conv
 weights in kernel groups of atomic K / 2, channel groups of MAC atomic C), independently of ``golden``.
 
@@ -15,14 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.codegen.conv import weight_fetch_bytes
-from golden.program import RegProgram
+from compiler.codegen.conv_wide import BPE, emit_conv_wide
+from compiler.codegen.program import Cube
 from golden.config import HwConfig
-from golden.dma import CONV_UNITS
+from golden.program import RegProgram
 from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, LayerTest
-
-#: Bytes per element of both 16-bit precisions.
-BPE = 2
-_PRECISION = {"int16": "INT16", "fp16": "FP16"}
 
 
 @dataclass
@@ -93,34 +88,13 @@ def pack_weights16(w: np.ndarray, hw: HwConfig) -> bytes:
     return b"".join(parts)
 
 
-def entries_per_slice(c: int, w: int) -> int:
-    """CBUF entries of one input line on nv_full (nvdlav1 cmod): 32-byte atoms, four per 128-byte entry."""
-    atoms = -(-c * BPE // 32)
-    return (atoms // 4) * w + {0: 0, 1: (w + 3) // 4, 2: (w + 1) // 2, 3: w}[atoms % 4]
-
-
-#: nvdlav1 CBUF entries are 128 bytes (four 32-byte atoms); nv_full's 32 KiB banks hold 256 of them.
-CBUF_ENTRY_BYTES = 128
-
-
-def data_banks(c: int, h: int, w: int, hw: HwConfig | None = None) -> int:
-    """Banks the input occupies; ``hw`` sizes the bank (a derived config may have deeper banks)."""
-    per_bank = (hw.cbuf_bank_width * hw.cbuf_bank_depth if hw else 32 * 1024) // CBUF_ENTRY_BYTES
-    return -(-h * entries_per_slice(c, w) // per_bank)
-
-
 # ---- the program ------------------------------------------------------------------------------------------
 def program_conv_wide(hw: HwConfig, layer: WideConvLayer) -> LayerTest:
     """The register program and memory image of ``layer``; its output region is the SDP's cube."""
-    if hw.address_map != "full":
-        raise ValueError(f"16-bit convolution programs target nv_full's register map, not {hw.name}")
     atom = atom16(hw)
     c, h, w = layer.x.shape
     k, _, r, s = layer.w.shape
     oh, ow = layer.output_hw()
-    (sy, sx), (dy, dx), (pt, pl) = layer.stride, layer.dilation, layer.pad
-    proc, src = _PRECISION[layer.precision], _PRECISION[layer.source_precision]
-    eps, banks = entries_per_slice(c, w), data_banks(c, h, w, hw)
     wbytes = pack_weights16(layer.w, hw)
     wsize = weight_fetch_bytes(hw, k, c, r, s, BPE)
     line, surf = w * atom * BPE, h * w * atom * BPE
@@ -129,84 +103,6 @@ def program_conv_wide(hw: HwConfig, layer: WideConvLayer) -> LayerTest:
     p = LayerTest(RegProgram(hw), intr="SDP_0")
     p.memory += [(SRC_BASE, pack16(layer.x, atom)), (WEIGHT_BASE, wbytes + bytes(wsize - len(wbytes)))]
     p.output = (DST_BASE, -(-k // atom) * osurf)
-    regs = RegProgram(hw)
-    for unit in CONV_UNITS:
-        regs.reg(unit, "S_POINTER", 0)
-    for unit in ("CMAC_A", "CMAC_B", "CACC"):
-        regs.reg(unit, "D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=proc)
-    regs.reg("CDMA", "D_MISC_CFG", CONV_MODE=0, IN_PRECISION=src, PROC_PRECISION=proc)
-    regs.reg("CSC", "D_MISC_CFG", CONV_MODE=0, IN_PRECISION=proc, PROC_PRECISION=proc)
-    # CDMA
-    regs.reg("CDMA", "D_DATAIN_FORMAT", 0)
-    regs.reg("CDMA", "D_DATAIN_SIZE_0", DATAIN_WIDTH=w - 1, DATAIN_HEIGHT=h - 1)
-    regs.reg("CDMA", "D_DATAIN_SIZE_1", DATAIN_CHANNEL=c - 1)
-    regs.reg("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=w - 1, DATAIN_HEIGHT_EXT=h - 1)
-    regs.reg("CDMA", "D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=1)
-    regs.reg("CDMA", "D_DAIN_ADDR_LOW_0", SRC_BASE)
-    regs.reg("CDMA", "D_LINE_STRIDE", line)
-    regs.reg("CDMA", "D_SURF_STRIDE", surf)
-    regs.reg("CDMA", "D_DAIN_MAP", LINE_PACKED=1, SURF_PACKED=1)
-    regs.reg("CDMA", "D_FETCH_GRAIN", GRAINS=0)
-    regs.reg("CDMA", "D_ENTRY_PER_SLICE", eps - 1)
-    regs.reg("CDMA", "D_WEIGHT_FORMAT", 0)
-    regs.reg("CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=r * s * c * BPE - 1)
-    regs.reg("CDMA", "D_WEIGHT_SIZE_1", WEIGHT_KERNEL=k - 1)
-    regs.reg("CDMA", "D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=1)
-    regs.reg("CDMA", "D_WEIGHT_ADDR_LOW", WEIGHT_BASE)
-    regs.reg("CDMA", "D_WEIGHT_BYTES", wsize)
-    if layer.cvt is not None:
-        off, scale, trunc = layer.cvt
-        regs.reg("CDMA", "D_CVT_CFG", CVT_EN=1, CVT_TRUNCATE=trunc)
-        regs.reg("CDMA", "D_CVT_OFFSET", off & 0xFFFF)
-        regs.reg("CDMA", "D_CVT_SCALE", scale & 0xFFFF)
-    else:
-        regs.reg("CDMA", "D_CVT_CFG", CVT_EN=0)
-    regs.reg("CDMA", "D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(layer.nan_to_zero))
-    regs.reg("CDMA", "D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
-    regs.reg("CDMA", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
-    regs.reg("CDMA", "D_ZERO_PADDING_VALUE", layer.pad_value & 0xFFFF)
-    weight_banks = hw.cbuf_bank_number - banks - 1
-    regs.reg("CDMA", "D_BANK", DATA_BANK=banks - 1, WEIGHT_BANK=weight_banks)
-    # CSC
-    regs.reg("CSC", "D_DATAIN_FORMAT", 0)
-    regs.reg("CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=w - 1, DATAIN_HEIGHT_EXT=h - 1)
-    regs.reg("CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=c - 1)
-    regs.reg("CSC", "D_ENTRY_PER_SLICE", eps - 1)
-    regs.reg("CSC", "D_WEIGHT_FORMAT", 0)
-    regs.reg("CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=s - 1, WEIGHT_HEIGHT_EXT=r - 1)
-    regs.reg("CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=c - 1, WEIGHT_KERNEL=k - 1)
-    regs.reg("CSC", "D_WEIGHT_BYTES", wsize)
-    regs.reg("CSC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
-    regs.reg("CSC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
-    regs.reg("CSC", "D_ATOMICS", ow * oh - 1)
-    regs.reg("CSC", "D_CONV_STRIDE_EXT", CONV_X_STRIDE_EXT=sx - 1, CONV_Y_STRIDE_EXT=sy - 1)
-    regs.reg("CSC", "D_DILATION_EXT", X_DILATION_EXT=dx - 1, Y_DILATION_EXT=dy - 1)
-    regs.reg("CSC", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
-    regs.reg("CSC", "D_ZERO_PADDING_VALUE", layer.pad_value & 0xFFFF)
-    regs.reg("CSC", "D_BANK", DATA_BANK=banks - 1, WEIGHT_BANK=weight_banks)
-    # CACC (its own output address is unused: SDP writes on the fly)
-    regs.reg("CACC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
-    regs.reg("CACC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
-    regs.reg("CACC", "D_CLIP_CFG", CLIP_TRUNCATE=layer.clip_truncate)
-    # SDP on the fly: every stage bypassed; the output CVT (int16) or Fp32ToFp16 (fp16) writes the cube.
-    regs.reg("SDP", "S_POINTER", 0)
-    regs.reg("SDP", "D_DATA_CUBE_WIDTH", ow - 1)
-    regs.reg("SDP", "D_DATA_CUBE_HEIGHT", oh - 1)
-    regs.reg("SDP", "D_DATA_CUBE_CHANNEL", k - 1)
-    regs.reg("SDP", "D_DST_BASE_ADDR_LOW", DST_BASE)
-    regs.reg("SDP", "D_DST_LINE_STRIDE", oline)
-    regs.reg("SDP", "D_DST_SURFACE_STRIDE", osurf)
-    regs.reg("SDP", "D_DST_DMA_CFG", 1)
-    for stage in ("BS", "BN", "EW"):
-        regs.reg("SDP", f"D_DP_{stage}_CFG", 1)
-    regs.reg("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE=1)
-    regs.reg("SDP", "D_DATA_FORMAT", PROC_PRECISION=proc, OUT_PRECISION=proc)
-    off, scale, shift = layer.out_cvt
-    regs.reg("SDP", "D_CVT_OFFSET", off & 0xFFFFFFFF)
-    regs.reg("SDP", "D_CVT_SCALE", scale & 0xFFFF)
-    regs.reg("SDP", "D_CVT_SHIFT", shift)
-    # Enable order of NVDLA's firmware: SDP, then CACC, CMAC_A, CMAC_B, CSC, CDMA.
-    for unit in ("SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"):
-        regs.reg(unit, "D_OP_ENABLE", 1)
-    p.extend(regs)
+    emit_conv_wide(p.regs, Cube(SRC_BASE, c, h, w, line, surf), WEIGHT_BASE, (k, c, r, s),
+                   Cube(DST_BASE, k, oh, ow, oline, osurf), layer)
     return p

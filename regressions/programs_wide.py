@@ -1,9 +1,8 @@
-"""Register programs for int16 and fp16 PDP / CDP operations (nv_full), from the references' parameters.
+"""Single-layer tests of int16 and fp16 PDP / CDP operations (nv_full), from the references' parameters.
 
-The 16-bit counterparts of ``regressions.programs.program_pdp`` / ``program_cdp``: the register writes come
-from the compiler's codegen (``emit_pdp`` / ``emit_cdp``, which program int8), with the cube strides of
-2-byte elements and 16-channel atoms, ``D_DATA_FORMAT`` of both units set to the layer's precision and
-``D_NAN_FLUSH_TO_ZERO`` written before the enables. Cubes hold int16 values or fp16 bit patterns.
+The 16-bit counterparts of ``regressions.programs.program_pdp`` / ``program_cdp``: the registers come from
+the compiler's 16-bit emitters (``compiler.codegen.wide``), the cubes hold int16 values or fp16 bit
+patterns with the strides of 2-byte elements and 16-channel atoms.
 """
 from __future__ import annotations
 
@@ -12,22 +11,14 @@ from typing import Sequence
 
 import numpy as np
 
-from compiler.codegen.cdp import emit_cdp
 from compiler.codegen.pack import pack_feature, strides
-from compiler.codegen.pdp import emit_pdp
 from compiler.codegen.program import Cube
-from golden.program import RegProgram
+from compiler.codegen.wide import RECIP_FP17, RECIP_INT, emit_cdp_wide, emit_pdp_wide
 from compiler.hwparams import PdpParams
 from golden.config import HwConfig
 from golden.lut import LutRegisters
-from golden.regs import UNITS
+from golden.program import RegProgram
 from regressions.programs import DST_BASE, SRC_BASE, LayerTest
-
-#: ``D_DATA_FORMAT`` encodings.
-PRECISION = {"int8": 0, "int16": 1, "fp16": 2}
-#: The firmware's 1/kernel reciprocals (``kmd/firmware/pdp.c``): 0.16 fixed point, and FP17 for fp16.
-RECIP_INT = (0x10000, 0x8000, 0x5555, 0x4000, 0x3333, 0x2AAA, 0x2492, 0x2000)
-RECIP_FP17 = (0x7C00, 0x7800, 0x7555, 0x7400, 0x7266, 0x7155, 0x7092, 0x7000)
 
 
 @dataclass
@@ -87,21 +78,6 @@ def _cube(base: int, hw: HwConfig, dtype: str, c: int, h: int, w: int) -> Cube:
     return Cube(base, c, h, w, line, surf)
 
 
-def _finish(
-    regs: RegProgram, units: Sequence[tuple[str, str, str]], dtype: str, flush: str, nan_to_zero: bool
-) -> list[tuple[str, int]]:
-    """The codegen's writes with each (unit, register, field) data format set to ``dtype`` and the
-    ``flush`` unit's D_NAN_FLUSH_TO_ZERO written before the first D_OP_ENABLE."""
-    fmt = {UNITS[u].register(r).full_name: UNITS[u].register(r).encode(**{f: PRECISION[dtype]}) for u, r, f in units}
-    flush_write = (UNITS[flush].register("D_NAN_FLUSH_TO_ZERO").full_name, int(nan_to_zero))
-    out: list[tuple[str, int]] = []
-    for name, value in regs.absolute():
-        if name.endswith(".D_OP_ENABLE_0") and flush_write not in out:
-            out.append(flush_write)
-        out.append((name, fmt.get(name, value)))
-    return out
-
-
 def program_pdp_wide(hw: HwConfig, layer: WidePoolLayer) -> LayerTest:
     """Registers and memory of a PDP operation from memory (one split; see the fuzz module for splits)."""
     c, h, w = layer.x.shape
@@ -113,10 +89,7 @@ def program_pdp_wide(hw: HwConfig, layer: WidePoolLayer) -> LayerTest:
     p.output = (DST_BASE, -(-c // atom) * dst.surface_stride)
     recip_w, recip_h = layer.recips()
     prm = PdpParams(layer.method, layer.kernel, layer.stride, layer.pad, tuple(layer.pad_values), recip_w, recip_h)
-    regs = RegProgram(hw)
-    emit_pdp(regs, src, dst, prm)
-    units = (("PDP", "D_DATA_FORMAT", "INPUT_DATA"), ("PDP_RDMA", "D_DATA_FORMAT", "INPUT_DATA"))
-    p.writes = _finish(regs, units, layer.dtype, "PDP", layer.nan_to_zero)
+    emit_pdp_wide(p.regs, src, dst, prm, layer.dtype, layer.nan_to_zero)
     return p
 
 
@@ -128,10 +101,7 @@ def program_cdp_wide(hw: HwConfig, layer: WideLrnLayer) -> LayerTest:
     p = LayerTest(RegProgram(hw), intr="CDP_0")
     p.memory.append((SRC_BASE, pack_feature(np.asarray(layer.x, dtype=np.int64), atom, 2)))
     p.output = (DST_BASE, -(-c // atom) * dst.surface_stride)
-    regs = RegProgram(hw)
-    emit_cdp(regs, src, dst, layer)
-    units = (("CDP", "D_DATA_FORMAT", "INPUT_DATA_TYPE"), ("CDP_RDMA", "D_DATA_FORMAT", "INPUT_DATA"))
-    p.writes = _finish(regs, units, layer.dtype, "CDP", layer.nan_to_zero)
+    emit_cdp_wide(p.regs, src, dst, layer, layer.dtype, layer.nan_to_zero)
     return p
 
 

@@ -1,9 +1,8 @@
-"""Register programs for Winograd convolutions and for compressed conv weights (``regressions.programs``
-style: register writes by name plus the memory image, run on ``golden.Dla`` or written as a trace).
+"""Single-layer tests of Winograd convolutions and of compressed conv weights (``regressions.programs``
+style: a register program plus the memory image, run on ``golden.Dla`` or written as a trace).
 
-* ``program_winograd``: CDMA/CSC/CMAC/CACC in Winograd mode (the way NVDLA's firmware ``conv.c`` programs
-  it: CDMA strides and pads, CSC sees the extended cube with stride/pad 0, 4x4 kernels, PRA truncate) and
-  SDP on the fly in its Winograd mode, writing int8 (int16 for int16 convolutions).
+* ``program_winograd``: the reference's pre-transformed weights and the input in memory, the registers from
+  the compiler's Winograd emitter (``compiler.codegen.winograd``).
 * ``compress_weights``: turn a program's plain weight stream into WMB / stream / WGS (``reference.wcomp``)
   and set the registers that read them (WEIGHT_FORMAT, WEIGHT_BYTES, WMB_BYTES, WMB and WGS addresses, and a
   weight-bank split that leaves the last CBUF bank to the WMB).
@@ -15,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.codegen.pack import pack_feature, strides
-from compiler.codegen.program import pointers
-from golden.program import RegProgram
+from compiler.codegen.program import Cube
+from compiler.codegen.winograd import BPE, emit_winograd, winograd_weight_bytes
 from golden.config import HwConfig
-from golden.dma import CONV_UNITS
+from golden.program import RegProgram
 from golden.regs import UNITS
 from regressions.lib.reference import conv_winograd as ref_wg
 from regressions.lib.reference import wcomp as ref_wcomp
@@ -26,10 +25,6 @@ from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, LayerTest
 
 WMB_BASE = 0x8280_0000
 WGS_BASE = 0x82C0_0000
-PRECISION = {"int8": 0, "int16": 1}
-BPE = {"int8": 1, "int16": 2}
-#: Winograd CBUF entries: 4x4 pixels x 8 bytes.
-ENTRY = 128
 
 
 @dataclass
@@ -94,92 +89,16 @@ def program_winograd(hw: HwConfig, layer: WinogradLayer) -> LayerTest:
     c, h, w = layer.x.shape
     k, ce = layer.u.shape[:2]
     oh, ow = layer.out_hw
-    (sy, sx), (pt, pl, pb, pr) = layer.stride, layer.pad
-    he, we = layer.ext_hw()
-    eps = we * ce * bpe // ENTRY
-    bank_entries = hw.cbuf_bank_width * hw.cbuf_bank_depth // ENTRY
-    data_banks = max(1, -(-he * eps // bank_entries))
     weights = weight_stream(hw, layer)
-    wbytes = -(-len(weights) // ENTRY) * ENTRY
+    wbytes = winograd_weight_bytes(len(weights))
     line, surf = strides(c, h, w, a, bpe)
     oline, osurf = strides(k, oh, ow, a, bpe)
 
     p = LayerTest(RegProgram(hw), intr="SDP_0")
     p.memory += [(SRC_BASE, pack_feature(layer.x, a, bpe)), (WEIGHT_BASE, weights + bytes(wbytes - len(weights)))]
     p.output = (DST_BASE, -(-k // a) * osurf)
-    r = RegProgram(hw)
-    pointers(r, "SDP", *CONV_UNITS)
-    # SDP: every stage bypassed, the output converter only, on the fly from CACC in Winograd mode.
-    r.reg("SDP", "D_DATA_CUBE_WIDTH", ow - 1)
-    r.reg("SDP", "D_DATA_CUBE_HEIGHT", oh - 1)
-    r.reg("SDP", "D_DATA_CUBE_CHANNEL", k - 1)
-    r.reg("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE=1, WINOGRAD=1)
-    r.reg("SDP", "D_DATA_FORMAT", PROC_PRECISION=PRECISION[prec], OUT_PRECISION=PRECISION[prec])
-    r.reg("SDP", "D_DP_BS_CFG", BS_BYPASS=1)
-    r.reg("SDP", "D_DP_BN_CFG", BN_BYPASS=1)
-    r.reg("SDP", "D_DP_EW_CFG", EW_BYPASS=1)
-    r.addr("SDP", "D_DST_BASE_ADDR_LOW", DST_BASE)
-    r.reg("SDP", "D_DST_LINE_STRIDE", oline)
-    r.reg("SDP", "D_DST_SURFACE_STRIDE", osurf)
-    r.reg("SDP", "D_DST_DMA_CFG", DST_RAM_TYPE=1)
-    off, scale, shift = layer.out_cvt
-    r.reg("SDP", "D_CVT_OFFSET", off & 0xFFFFFFFF)
-    r.reg("SDP", "D_CVT_SCALE", scale & 0xFFFF)
-    r.reg("SDP", "D_CVT_SHIFT", shift)
-    # CACC, CMAC
-    for unit in ("CACC", "CMAC_A", "CMAC_B"):
-        r.reg(unit, "D_MISC_CFG", CONV_MODE=1, PROC_PRECISION=PRECISION[prec])
-    r.reg("CACC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
-    r.reg("CACC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
-    r.addr("CACC", "D_DATAOUT_ADDR", DST_BASE)
-    r.reg("CACC", "D_LINE_STRIDE", oline)
-    r.reg("CACC", "D_SURF_STRIDE", osurf)
-    r.reg("CACC", "D_CLIP_CFG", CLIP_TRUNCATE=layer.clip_truncate)
-    # CSC: the extended, unpadded, stride-1 problem with 4x4 kernels.
-    misc = dict(CONV_MODE=1, IN_PRECISION=PRECISION[prec], PROC_PRECISION=PRECISION[prec])
-    r.reg("CSC", "D_MISC_CFG", **misc)
-    r.reg("CSC", "D_DATAIN_FORMAT", 0)
-    r.reg("CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=we - 1, DATAIN_HEIGHT_EXT=he - 1)
-    r.reg("CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=ce - 1)
-    r.reg("CSC", "D_ENTRY_PER_SLICE", eps - 1)
-    r.reg("CSC", "D_WEIGHT_FORMAT", 0)
-    r.reg("CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=3, WEIGHT_HEIGHT_EXT=3)
-    r.reg("CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=ce - 1, WEIGHT_KERNEL=k - 1)
-    r.reg("CSC", "D_WEIGHT_BYTES", wbytes)
-    r.reg("CSC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
-    r.reg("CSC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
-    r.reg("CSC", "D_ATOMICS", ow * oh - 1)
-    r.reg("CSC", "D_RELEASE", he - 1)
-    r.reg("CSC", "D_ZERO_PADDING_VALUE", layer.pad_value & 0xFFFF)
-    r.reg("CSC", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=hw.cbuf_bank_number - data_banks - 1)
-    r.reg("CSC", "D_PRA_CFG", PRA_TRUNCATE=layer.pra_truncate)
-    # CDMA: the cube in memory, its padding and stride.
-    r.reg("CDMA", "D_MISC_CFG", **misc)
-    r.reg("CDMA", "D_DATAIN_FORMAT", 0)
-    r.reg("CDMA", "D_DATAIN_SIZE_0", DATAIN_WIDTH=w - 1, DATAIN_HEIGHT=h - 1)
-    r.reg("CDMA", "D_DATAIN_SIZE_1", DATAIN_CHANNEL=c - 1)
-    r.reg("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=we - 1, DATAIN_HEIGHT_EXT=he - 1)
-    r.reg("CDMA", "D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=1)
-    r.addr("CDMA", "D_DAIN_ADDR_LOW_0", SRC_BASE)
-    r.reg("CDMA", "D_LINE_STRIDE", line)
-    r.reg("CDMA", "D_SURF_STRIDE", surf)
-    r.reg("CDMA", "D_DAIN_MAP", LINE_PACKED=1, SURF_PACKED=1)
-    r.reg("CDMA", "D_ENTRY_PER_SLICE", eps - 1)
-    r.reg("CDMA", "D_WEIGHT_FORMAT", 0)
-    r.reg("CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=16 * ce * bpe - 1)
-    r.reg("CDMA", "D_WEIGHT_SIZE_1", WEIGHT_KERNEL=k - 1)
-    r.reg("CDMA", "D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=1)
-    r.addr("CDMA", "D_WEIGHT_ADDR_LOW", WEIGHT_BASE)
-    r.reg("CDMA", "D_WEIGHT_BYTES", wbytes)
-    r.reg("CDMA", "D_CVT_CFG", CVT_EN=0)
-    r.reg("CDMA", "D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
-    r.reg("CDMA", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
-    r.reg("CDMA", "D_ZERO_PADDING_VALUE", layer.pad_value & 0xFFFF)
-    r.reg("CDMA", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=hw.cbuf_bank_number - data_banks - 1)
-    # Enables in the firmware's order: SDP, then CACC, CMAC_A, CMAC_B, CSC, CDMA.
-    for unit in ("SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"):
-        r.reg(unit, "D_OP_ENABLE", 1)
-    p.extend(r)
+    emit_winograd(p.regs, Cube(SRC_BASE, c, h, w, line, surf), WEIGHT_BASE, wbytes, (k, ce),
+                  Cube(DST_BASE, k, oh, ow, oline, osurf), layer)
     return p
 
 

@@ -48,7 +48,7 @@ def reference_output(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> np.ndar
     return ref.sdp_fp16(padded(layer.x, atom), padded_params(layer.params, atom))
 
 
-def build(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> tuple[programs_fp16.Program, bytes, np.ndarray]:
+def build(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> tuple[programs_fp16.LayerTest, bytes, np.ndarray]:
     want = reference_output(hw, layer)
     return programs_fp16.program_sdp_fp16(hw, layer), programs_fp16.expected_bytes(want, hw), want
 
@@ -91,7 +91,7 @@ def check(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> None:
                 raise AssertionError(f"{unit}.{reg} is {seen}, the reference's data imply {value}")
 
 
-def program(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> tuple[programs_fp16.Program, bytes]:
+def program(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> tuple[programs_fp16.LayerTest, bytes]:
     built, want, _ = build(hw, layer)
     return built, want
 

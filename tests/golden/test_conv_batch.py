@@ -25,7 +25,7 @@ def layer(n: int = 3, seed: int = 0, **kw) -> BatchConvLayer:
     return BatchConvLayer(**{**base, **kw})
 
 
-def patched(program: programs.Program, **changes: dict) -> programs.Program:
+def patched(program: programs.LayerTest, **changes: dict) -> programs.LayerTest:
     """A copy of ``program`` with fields of some register words changed (``CDMA__D_BATCH_STRIDE=dict(...)``)."""
     writes = list(program.writes)
     for key, fields in changes.items():

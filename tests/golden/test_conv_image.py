@@ -265,7 +265,7 @@ def test_16bit_pixels_on_nv_full_go_through_the_converter_into_int8():
     assert np.array_equal(out[: layer.w.shape[0]], pixel_conv(layer, hw, img))
 
 
-def int16_program(hw, layer: ImageLayer) -> tuple[programs.Program, dict[str, dict]]:
+def int16_program(hw, layer: ImageLayer) -> tuple[programs.LayerTest, dict[str, dict]]:
     """``layer``'s int8 program turned into an int16 datapath one: precisions, CBUF entries per line, kernel
     bytes and 2-byte weights (kernel groups of atomic K / 2, loops over the documented order). Returns the
     program and the register fields to patch."""

@@ -1,0 +1,111 @@
+"""Winograd convolutions: CDMA/CSC/CMAC/CACC in Winograd mode, SDP on the fly in its Winograd mode.
+
+Programmed the way NVDLA's firmware ``conv.c`` does: CDMA strides and pads the input, CSC sees the
+extended cube with stride/pad 0 and 4x4 kernels (pre-transformed weights), PRA truncates; SDP bypasses
+every stage and writes int8 (int16 for int16 convolutions) with its output converter.
+"""
+from __future__ import annotations
+
+from compiler.codegen.program import Cube, pointers
+from golden.dma import CONV_UNITS
+from golden.program import Loc, RegProgram
+
+PRECISION = {"int8": 0, "int16": 1}
+BPE = {"int8": 1, "int16": 2}
+#: Winograd CBUF entries: 4x4 pixels x 8 bytes.
+ENTRY = 128
+
+
+def winograd_weight_bytes(stream_bytes: int) -> int:
+    """D_WEIGHT_BYTES of a Winograd weight stream: whole CBUF entries."""
+    return -(-stream_bytes // ENTRY) * ENTRY
+
+
+def emit_winograd(r: RegProgram, src: Cube, weights: Loc, weight_bytes: int, kernel: tuple[int, int], dst: Cube,
+                  conv) -> None:
+    """A Winograd convolution of ``src`` into ``dst`` (OH, OW multiples of 4) with ``kernel`` (K, Ce)
+    pre-transformed 4x4 kernels over the extended channels, ``weight_bytes`` (whole entries) at ``weights``.
+    ``conv`` has precision, stride (the CDMA channel extension), pad (top, left, bottom, right), pad_value,
+    pra_truncate, clip_truncate, out_cvt and ``ext_hw()`` (the padded, stride-extended input CSC sees)."""
+    hw = r.hw
+    prec, bpe = conv.precision, BPE[conv.precision]
+    c, h, w = src.channels, src.height, src.width
+    k, ce = kernel
+    oh, ow = dst.height, dst.width
+    (sy, sx), (pt, pl, pb, pr) = conv.stride, conv.pad
+    he, we = conv.ext_hw()
+    eps = we * ce * bpe // ENTRY
+    bank_entries = hw.cbuf_bank_width * hw.cbuf_bank_depth // ENTRY
+    data_banks = max(1, -(-he * eps // bank_entries))
+    wbytes = weight_bytes
+    pointers(r, "SDP", *CONV_UNITS)
+    # SDP: every stage bypassed, the output converter only, on the fly from CACC in Winograd mode.
+    r.reg("SDP", "D_DATA_CUBE_WIDTH", ow - 1)
+    r.reg("SDP", "D_DATA_CUBE_HEIGHT", oh - 1)
+    r.reg("SDP", "D_DATA_CUBE_CHANNEL", k - 1)
+    r.reg("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE=1, WINOGRAD=1)
+    r.reg("SDP", "D_DATA_FORMAT", PROC_PRECISION=PRECISION[prec], OUT_PRECISION=PRECISION[prec])
+    r.reg("SDP", "D_DP_BS_CFG", BS_BYPASS=1)
+    r.reg("SDP", "D_DP_BN_CFG", BN_BYPASS=1)
+    r.reg("SDP", "D_DP_EW_CFG", EW_BYPASS=1)
+    r.addr("SDP", "D_DST_BASE_ADDR_LOW", dst.loc)
+    r.reg("SDP", "D_DST_LINE_STRIDE", dst.line_stride)
+    r.reg("SDP", "D_DST_SURFACE_STRIDE", dst.surface_stride)
+    r.reg("SDP", "D_DST_DMA_CFG", DST_RAM_TYPE=1)
+    off, scale, shift = conv.out_cvt
+    r.reg("SDP", "D_CVT_OFFSET", off & 0xFFFFFFFF)
+    r.reg("SDP", "D_CVT_SCALE", scale & 0xFFFF)
+    r.reg("SDP", "D_CVT_SHIFT", shift)
+    # CACC, CMAC
+    for unit in ("CACC", "CMAC_A", "CMAC_B"):
+        r.reg(unit, "D_MISC_CFG", CONV_MODE=1, PROC_PRECISION=PRECISION[prec])
+    r.reg("CACC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
+    r.reg("CACC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
+    r.addr("CACC", "D_DATAOUT_ADDR", dst.loc)
+    r.reg("CACC", "D_LINE_STRIDE", dst.line_stride)
+    r.reg("CACC", "D_SURF_STRIDE", dst.surface_stride)
+    r.reg("CACC", "D_CLIP_CFG", CLIP_TRUNCATE=conv.clip_truncate)
+    # CSC: the extended, unpadded, stride-1 problem with 4x4 kernels.
+    misc = dict(CONV_MODE=1, IN_PRECISION=PRECISION[prec], PROC_PRECISION=PRECISION[prec])
+    r.reg("CSC", "D_MISC_CFG", **misc)
+    r.reg("CSC", "D_DATAIN_FORMAT", 0)
+    r.reg("CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=we - 1, DATAIN_HEIGHT_EXT=he - 1)
+    r.reg("CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=ce - 1)
+    r.reg("CSC", "D_ENTRY_PER_SLICE", eps - 1)
+    r.reg("CSC", "D_WEIGHT_FORMAT", 0)
+    r.reg("CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=3, WEIGHT_HEIGHT_EXT=3)
+    r.reg("CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=ce - 1, WEIGHT_KERNEL=k - 1)
+    r.reg("CSC", "D_WEIGHT_BYTES", wbytes)
+    r.reg("CSC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
+    r.reg("CSC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
+    r.reg("CSC", "D_ATOMICS", ow * oh - 1)
+    r.reg("CSC", "D_RELEASE", he - 1)
+    r.reg("CSC", "D_ZERO_PADDING_VALUE", conv.pad_value & 0xFFFF)
+    r.reg("CSC", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=hw.cbuf_bank_number - data_banks - 1)
+    r.reg("CSC", "D_PRA_CFG", PRA_TRUNCATE=conv.pra_truncate)
+    # CDMA: the cube in memory, its padding and stride.
+    r.reg("CDMA", "D_MISC_CFG", **misc)
+    r.reg("CDMA", "D_DATAIN_FORMAT", 0)
+    r.reg("CDMA", "D_DATAIN_SIZE_0", DATAIN_WIDTH=w - 1, DATAIN_HEIGHT=h - 1)
+    r.reg("CDMA", "D_DATAIN_SIZE_1", DATAIN_CHANNEL=c - 1)
+    r.reg("CDMA", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=we - 1, DATAIN_HEIGHT_EXT=he - 1)
+    r.reg("CDMA", "D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=1)
+    r.addr("CDMA", "D_DAIN_ADDR_LOW_0", src.loc)
+    r.reg("CDMA", "D_LINE_STRIDE", src.line_stride)
+    r.reg("CDMA", "D_SURF_STRIDE", src.surface_stride)
+    r.reg("CDMA", "D_DAIN_MAP", LINE_PACKED=1, SURF_PACKED=1)
+    r.reg("CDMA", "D_ENTRY_PER_SLICE", eps - 1)
+    r.reg("CDMA", "D_WEIGHT_FORMAT", 0)
+    r.reg("CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=16 * ce * bpe - 1)
+    r.reg("CDMA", "D_WEIGHT_SIZE_1", WEIGHT_KERNEL=k - 1)
+    r.reg("CDMA", "D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=1)
+    r.addr("CDMA", "D_WEIGHT_ADDR_LOW", weights)
+    r.reg("CDMA", "D_WEIGHT_BYTES", wbytes)
+    r.reg("CDMA", "D_CVT_CFG", CVT_EN=0)
+    r.reg("CDMA", "D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
+    r.reg("CDMA", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
+    r.reg("CDMA", "D_ZERO_PADDING_VALUE", conv.pad_value & 0xFFFF)
+    r.reg("CDMA", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=hw.cbuf_bank_number - data_banks - 1)
+    # Enables in the firmware's order: SDP, then CACC, CMAC_A, CMAC_B, CSC, CDMA.
+    for unit in ("SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"):
+        r.reg(unit, "D_OP_ENABLE", 1)
