@@ -43,8 +43,7 @@ from golden.regs import register_map
 from runtime.errors import ExecutionError
 from runtime.nvdla import descriptors as d
 from runtime.nvdla import fbs
-from runtime.nvdla.engines import ENGINES as FIRMWARE_ENGINES
-from runtime.nvdla.engines import FirmwareError, Group, FirmwareStep
+from runtime.nvdla.engines import PROGRAMMERS, FirmwareError, FirmwareStep, Group, programmer_of
 from runtime.nvdla.firmware import FirmwareStats
 from runtime.nvdla.run import NvdlaNetwork, NvdlaRunError, Output, RunResult, TaskResult
 from runtime.suite import TargetSetupError
@@ -153,7 +152,7 @@ def _needs(op_type: int, op: d.Struct, surface: d.Struct) -> list[str]:
         return [_OP_UNIT[op_type]]
     eng = load_engines()[_OP_ENGINE[op_type]]
     needs = list(eng.units)
-    fw = FIRMWARE_ENGINES.get(op_type)
+    fw = programmer_of(op_type)
     if eng.rdma and (fw is None or fw.rdma_needed(op, surface)):
         needs.append(eng.rdma)
     if op_type == d.OP_SDP:
@@ -222,9 +221,9 @@ def check_engines(net: NvdlaNetwork, caps: DutCapabilities, dut: str, fallback: 
                     "ops across engines itself, so a task runs whole on the DUT)")
         raise MissingEngineError(why)
     for o in needs:
-        if o.op_type not in FIRMWARE_ENGINES:
+        if programmer_of(o.op_type) is None:
             raise NvdlaRunError(f"{net.name}: task {o.task} op {o.index}: {o.type_name} operations are not run by "
-                                f"the firmware model (engines: {', '.join(e.name for e in FIRMWARE_ENGINES.values())})")
+                                f"the firmware model (engines: {', '.join(PROGRAMMERS)})")
         if hw is not None:
             o.work = check_program(net, o, hw)
     return needs
@@ -235,7 +234,7 @@ def check_program(net: NvdlaNetwork, o: OpNeeds, hw: HwConfig) -> list[OpWork]:
     stage ``hw`` lacks, an address outside the task's list) are the loadable's fault, reported here
     (NvdlaRunError, exit 2) rather than as a DUT failure in the middle of a simulation. Returns the work of
     the operations the programming starts (for the op's hang budget)."""
-    e = FIRMWARE_ENGINES[o.op_type]
+    e = programmer_of(o.op_type)
     where = f"op {o.index} ({o.type_name})"
 
     def lut(index: int) -> d.Struct:

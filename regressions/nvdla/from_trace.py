@@ -27,7 +27,7 @@ from golden.config import HwConfig
 from golden.regs import RegisterMap, register_map
 from runtime.nvdla import descriptors as d
 from runtime.nvdla import fbs
-from runtime.nvdla.engines import ENGINES, Group, FirmwareStep
+from runtime.nvdla.engines import FirmwareStep, Group, programmer_of
 from runtime.nvdla.writer import LoadableBuilder
 from runtime.trace import CheckCrc, MemInit, MemLoad, RegWrite, parse_cfg, parse_dat
 
@@ -297,7 +297,7 @@ def _check_expressible(invs: list[Inverse], regs: Regs, values: dict, hw: HwConf
     fw_enabled: set[str] = set()
     first = 0
     for n, inv in enumerate(invs):
-        e = ENGINES[inv.op_type]
+        e = programmer_of(inv.op_type)
         surface = inv.surface.replace()
         for i, name in enumerate(inv.cubes):
             cube = getattr(surface, name).replace()

@@ -33,7 +33,7 @@ from golden.errors import DlaError
 from golden.regs import register_map
 from runtime.groups import consumer, group_bit
 from runtime.nvdla import descriptors as d
-from runtime.nvdla.engines import ENGINES, Engine, FirmwareError, Group, FirmwareStep
+from runtime.nvdla.engines import PROGRAMMERS, FirmwareError, FirmwareStep, Group, Programmer, programmer_of
 from runtime.target import InterruptTimeout, Target
 
 __all__ = ["FirmwareError", "TaskMemory", "Firmware", "FirmwareStats"]
@@ -72,7 +72,7 @@ class FirmwareStats:
 class _Processor:
     """One engine's firmware state (``dla_processor``)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Programmer) -> None:
         self.engine = engine
         self.groups: list[Group | None] = [None, None]
         self.events = [0, 0]
@@ -92,7 +92,7 @@ class Firmware:
         self.log = log
         self.regmap = register_map(hw.address_map)
         self.stats = FirmwareStats()
-        self.procs = {t: _Processor(e) for t, e in sorted(ENGINES.items())}
+        self.procs = {e.op_type: _Processor(e) for e in sorted(PROGRAMMERS.values(), key=lambda e: e.op_type)}
         self.op_cache: dict[int, d.Struct] = {}
         self.done_ops = 0
         self.in_flight: dict[int, int] = {}
@@ -161,10 +161,10 @@ class Firmware:
         if op is None:
             op = d.CommonOpDesc.decode(self.deps_raw, index * d.CommonOpDesc.nbytes())
             op.index = index
-            if op.op_type not in ENGINES:
+            if programmer_of(op.op_type) is None:
                 name = d.OP_NAMES[op.op_type] if op.op_type < len(d.OP_NAMES) else f"type {op.op_type}"
                 raise FirmwareError(f"op {index}: {name} operations are not supported by this firmware model "
-                                    f"(engines: {', '.join(e.name for e in ENGINES.values())})")
+                                    f"(engines: {', '.join(PROGRAMMERS)})")
             self.op_cache[index] = op
         if op_type is not None and op.op_type != op_type:
             raise FirmwareError(f"{what}: op {index} is {d.OP_NAMES[op.op_type]}, expected {d.OP_NAMES[op_type]}")

@@ -11,7 +11,7 @@ from golden.regs import register_map
 from runtime.golden_target import GoldenTarget
 from runtime.nvdla import descriptors as d
 from runtime.nvdla import fbs
-from runtime.nvdla.engines import ENGINES, FirmwareError, Group, FirmwareStep
+from runtime.nvdla.engines import FirmwareError, FirmwareStep, Group, programmer_of
 from runtime.nvdla.engines import bdma, rubik
 from runtime.nvdla.run import NvdlaNetwork, NvdlaRunError
 from runtime.nvdla.writer import LoadableBuilder
@@ -127,7 +127,7 @@ def test_bdma_descriptor_checks(change, message):
 
 
 def test_bdma_registration():
-    e = ENGINES[d.OP_BDMA]
+    e = programmer_of(d.OP_BDMA)
     assert e is bdma.BDMA and e.done_bit == 6 and e.rdma_pointer_unit is None
     assert e.pointer_register == "STATUS"
     assert e.consumer_of(1 << 9) == 1 and e.consumer_of(0x114) == 0  # GRP0_BUSY -> group 1

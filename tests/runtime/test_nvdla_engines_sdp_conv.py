@@ -10,7 +10,7 @@ from runtime.nvdla.descriptors import (
     MEM_CV, MEM_HW, MEM_MC, OP_CONV, OP_SDP, ConvOpDesc, ConvSurfaceDesc, CvtParam, DataCube, LutParam, SdpOp,
     SdpOpDesc, SdpSurfaceDesc,
 )
-from runtime.nvdla.engines import ENGINES, FirmwareError, Group, FirmwareStep
+from runtime.nvdla.engines import FirmwareError, FirmwareStep, Group, programmer_of
 from runtime.nvdla.engines import conv, sdp
 
 BASE = 0x8000_0000
@@ -240,7 +240,7 @@ def test_sdp_set_producer_and_registration():
     p = make_program()
     sdp.SDP.set_producer(p, 1, 0)
     assert p.writes == [("SDP", "S_POINTER", 1), ("SDP_RDMA", "S_POINTER", 0)]
-    assert ENGINES[OP_SDP] is sdp.SDP
+    assert programmer_of(OP_SDP) is sdp.SDP
     assert sdp.SDP.done_bit == 0 and sdp.SDP.pointer_unit == "SDP" and sdp.SDP.rdma_pointer_unit == "SDP_RDMA"
 
 
@@ -306,7 +306,7 @@ def test_conv_enable_and_set_producer_order():
 
 
 def test_conv_registration():
-    c = ENGINES[OP_CONV]
+    c = programmer_of(OP_CONV)
     assert c is conv.CONV and c.done_bit == 20 and c.pointer_unit == "CACC" and c.rdma_pointer_unit is None
     assert c.extra_events == ((16, 5), (18, 4))
     assert c.is_ready(None, None)

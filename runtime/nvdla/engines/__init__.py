@@ -1,6 +1,7 @@
-"""Per-engine programming of NVDLA's kmd firmware (``kmd/firmware/<engine>.c``), as register writes.
+"""Per-engine programmers of NVDLA's kmd firmware (``kmd/firmware/<engine>.c``: ``dla_<engine>_program``,
+``dla_<engine>_enable``...), as register writes.
 
-An engine is one ``Engine`` registration: how its op is programmed (``program``: every D_ register of
+An engine's programmer is one ``Programmer`` registration in ``PROGRAMMERS`` (by op type name): how its op is programmed (``program``: every D_ register of
 the group the firmware picked), enabled (``enable``: the OP_EN writes, in the firmware's order), which
 S_POINTERs ``set_producer`` writes, which GLB interrupt bits mean "group done", whether an op needs the
 RDMA (``rdma_needed``) and whether a group may be programmed now (``is_ready``, LUT sharing). The
@@ -19,9 +20,10 @@ from golden.config import HwConfig
 from golden.program import RegProgram
 from golden.regs import RegisterMap
 from runtime.groups import consumer
-from runtime.nvdla.descriptors import DataCube, LutParam, MEM_HW, Struct
+from golden.registry import Registry
+from runtime.nvdla.descriptors import OP_NAMES, DataCube, LutParam, MEM_HW, Struct
 
-__all__ = ["FirmwareError", "Group", "FirmwareStep", "Engine", "ENGINES", "register", "hi32", "lo32", "RAM", "PRECISION"]
+__all__ = ["FirmwareError", "Group", "FirmwareStep", "Programmer", "PROGRAMMERS", "programmer_of", "register", "hi32", "lo32", "RAM", "PRECISION"]
 
 #: RAM_TYPE enum names of the engines' DMA registers, indexed by a cube's dla_mem_type (MC, CV)
 RAM = ("MC", "CV")
@@ -102,7 +104,9 @@ def lo32(v: int) -> int:
 
 
 @dataclass(frozen=True)
-class Engine:
+class Programmer:
+    """How the firmware drives one engine (``dla_<engine>_*``): its op type, group registers, done bits and steps."""
+
     op_type: int
     name: str
     #: units whose S_POINTER holds the CONSUMER read by utils_get_free_group (main, rdma or None)
@@ -133,12 +137,19 @@ class Engine:
     completes_at_enable: Callable[[Group], bool] = lambda group: False
 
 
-ENGINES: dict[int, Engine] = {}
+#: The firmware's programmers by op type name (``descriptors.OP_NAMES``: BDMA, CONV, SDP, PDP, CDP, RUBIK).
+PROGRAMMERS: Registry[Programmer] = Registry("firmware programmer")
 
 
-def register(engine: Engine) -> Engine:
-    ENGINES[engine.op_type] = engine
-    return engine
+def register(programmer: Programmer) -> Programmer:
+    return PROGRAMMERS.add(programmer.name, programmer)
+
+
+def programmer_of(op_type: int) -> Programmer | None:
+    """The programmer of a descriptor's ``op_type`` (``dla_op_type``), None for one the firmware lacks."""
+    if not 0 <= op_type < len(OP_NAMES):
+        return None
+    return PROGRAMMERS.get(OP_NAMES[op_type])
 
 
 def _load_all() -> None:

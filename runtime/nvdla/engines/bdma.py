@@ -13,7 +13,7 @@ from __future__ import annotations
 from golden.intr import done_bit
 from golden.regs import UNITS
 from runtime.nvdla.descriptors import OP_BDMA, BdmaSurfaceDesc, BdmaTransferDesc
-from runtime.nvdla.engines import Engine, Group, FirmwareStep, hi32, lo32, register
+from runtime.nvdla.engines import Programmer, Group, FirmwareStep, hi32, lo32, register
 
 #: CFG_CMD RAM type enum names, indexed by the surface's dla_mem_type (MC, CV)
 _RAM = ("MC", "CVSRAM")
@@ -89,7 +89,7 @@ def is_ready(group: Group, other: Group | None) -> bool:
     return other is None or other.active
 
 
-BDMA = register(Engine(
+BDMA = register(Programmer(
     op_type=OP_BDMA, name="BDMA", pointer_unit="BDMA", rdma_pointer_unit=None, done_bit=done_bit("BDMA"),
     set_producer=set_producer, program=program, enable=enable, is_ready=is_ready,
     intr_mask_fields=("BDMA_DONE_MASK0", "BDMA_DONE_MASK1"),

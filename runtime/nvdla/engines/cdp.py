@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_HW, OP_CDP, CdpOpDesc, CdpSurfaceDesc
-from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, FirmwareStep, hi32, lo32, register
+from runtime.nvdla.engines import PRECISION, RAM, Programmer, Group, FirmwareStep, hi32, lo32, register
 from runtime.nvdla.engines.lut import lut_is_ready, upload_lut
 
 
@@ -68,7 +68,7 @@ def set_producer(p: FirmwareStep, group: int, rdma_group: int) -> None:
     p.reg("CDP_RDMA", "S_POINTER", PRODUCER=group)
 
 
-CDP = register(Engine(
+CDP = register(Programmer(
     op_type=OP_CDP, name="CDP", pointer_unit="CDP", rdma_pointer_unit="CDP_RDMA", done_bit=done_bit("CDP"),
     set_producer=set_producer, program=program, enable=enable,
     rdma_needed=lambda op, surface: True,

@@ -25,7 +25,7 @@ from __future__ import annotations
 from golden.errors import RegisterError
 from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_CV, OP_CONV, ConvOpDesc, ConvSurfaceDesc, DataCube
-from runtime.nvdla.engines import Engine, Group, FirmwareStep, hi32, lo32, register
+from runtime.nvdla.engines import Programmer, Group, FirmwareStep, hi32, lo32, register
 
 CONV_MODE_DIRECT, CONV_MODE_WINOGRAD = 0, 1
 WEIGHT_FORMAT_COMPRESSED = 1
@@ -242,7 +242,7 @@ def set_producer(p: FirmwareStep, group: int, rdma_group: int) -> None:
         p.reg(unit, "S_POINTER", PRODUCER=group)
 
 
-CONV = register(Engine(
+CONV = register(Programmer(
     op_type=OP_CONV, name="CONV", pointer_unit="CACC", rdma_pointer_unit=None, done_bit=done_bit("CACC"),
     set_producer=set_producer, program=program, enable=enable,
     rdma_needed=lambda op, surface: False,

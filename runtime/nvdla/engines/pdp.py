@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_HW, OP_PDP, PdpOpDesc, PdpSurfaceDesc
-from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, FirmwareStep, hi32, lo32, register
+from runtime.nvdla.engines import PRECISION, RAM, Programmer, Group, FirmwareStep, hi32, lo32, register
 
 _POOL = ("POOLING_METHOD_AVERAGE", "POOLING_METHOD_MAX", "POOLING_METHOD_MIN")
 #: 1/kernel size in the int (16.16) and fp16 encodings the firmware writes, kernel sizes 1..8
@@ -113,7 +113,7 @@ def set_producer(p: FirmwareStep, group: int, rdma_group: int) -> None:
     p.reg("PDP_RDMA", "S_POINTER", PRODUCER=rdma_group)
 
 
-PDP = register(Engine(
+PDP = register(Programmer(
     op_type=OP_PDP, name="PDP", pointer_unit="PDP", rdma_pointer_unit="PDP_RDMA", done_bit=done_bit("PDP"),
     set_producer=set_producer, program=program, enable=enable,
     rdma_needed=lambda op, surface: surface.src_data.type != MEM_HW,

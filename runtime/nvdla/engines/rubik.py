@@ -9,7 +9,7 @@ from __future__ import annotations
 from golden.intr import done_bit
 from golden.regs import UNITS
 from runtime.nvdla.descriptors import MEM_HW, OP_RUBIK, RubikOpDesc, RubikSurfaceDesc
-from runtime.nvdla.engines import Engine, Group, FirmwareStep, hi32, lo32, register
+from runtime.nvdla.engines import Programmer, Group, FirmwareStep, hi32, lo32, register
 
 _MODE = ("CONTRACT", "SPLIT", "MERGE")
 CONTRACT, SPLIT, MERGE = range(3)
@@ -94,7 +94,7 @@ def set_producer(p: FirmwareStep, group: int, rdma_group: int) -> None:
     p.reg("RBK", "S_POINTER", PRODUCER=group)
 
 
-RUBIK = register(Engine(
+RUBIK = register(Programmer(
     op_type=OP_RUBIK, name="RUBIK", pointer_unit="RBK", rdma_pointer_unit=None, done_bit=done_bit("RUBIK"),
     set_producer=set_producer, program=program, enable=enable,
     intr_mask_fields=("RUBIK_DONE_MASK0", "RUBIK_DONE_MASK1")))

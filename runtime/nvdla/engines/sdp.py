@@ -23,7 +23,7 @@ from __future__ import annotations
 from golden.errors import RegisterError
 from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_CV, MEM_HW, OP_SDP, DataCube, SdpOp, SdpOpDesc, SdpSurfaceDesc
-from runtime.nvdla.engines import PRECISION, RAM, Engine, Group, FirmwareStep, hi32, lo32, register
+from runtime.nvdla.engines import PRECISION, RAM, Programmer, Group, FirmwareStep, hi32, lo32, register
 from runtime.nvdla.engines.lut import lut_is_ready, upload_lut
 
 SDP_OP_NONE, SDP_OP_MUL, SDP_OP_ADD, SDP_OP_BOTH = 0, 1, 2, 3
@@ -267,7 +267,7 @@ def set_producer(p: FirmwareStep, group: int, rdma_group: int) -> None:
     p.reg("SDP_RDMA", "S_POINTER", PRODUCER=rdma_group)
 
 
-SDP = register(Engine(
+SDP = register(Programmer(
     op_type=OP_SDP, name="SDP", pointer_unit="SDP", rdma_pointer_unit="SDP_RDMA", done_bit=done_bit("SDP"),
     set_producer=set_producer, program=program, enable=enable, rdma_needed=rdma_needed,
     is_ready=lambda group, other: lut_is_ready(group.op.lut_index, other),
