@@ -17,11 +17,12 @@ from compiler.hwparams import TensorOperand
 from golden.dla import Dla
 from golden.layout import read_cube, write_cube
 from golden.lut import LutRegisters
-from regressions.reference import cdp as ref_cdp
-from regressions.reference import conv as ref_conv
-from regressions.reference import pdp as ref_pdp
-from regressions.reference import sdp as ref_sdp
+from regressions.lib.reference import cdp as ref_cdp
+from regressions.lib.reference import conv as ref_conv
+from regressions.lib.reference import pdp as ref_pdp
+from regressions.lib.reference import sdp as ref_sdp
 from runtime.executor import place_regions, tensor_layout
+from runtime.groups import Groups
 
 
 @dataclass
@@ -93,7 +94,7 @@ def replay_layer(ld, node, hw, rng: np.random.Generator) -> LayerResult:
         inputs[name] = vals[:t.channels]
     ops = [op for task in ld.tasks if task.WhichOneof("kind") == "dla" for op in task.dla.ops
            if op.name == node.name or op.name.startswith(node.name + "#")]
-    groups: dict[str, int] = {}
+    groups = Groups(runtime_assigned=True)  # from a fresh DLA (every unit at group 0), whoever assigned them
     for op in ops:
         armed = []
         for w in op.writes:
@@ -102,12 +103,11 @@ def replay_layer(ld, node, hw, rng: np.random.Generator) -> LayerResult:
                 value = (place.address(w.reloc.region, w.reloc.offset) >> w.reloc.shift) & 0xFFFFFFFF
             unit = w.name.split(".")[0][len("NVDLA_"):]
             if ".S_POINTER" in w.name:
-                value = groups.get(unit, 0) & 1  # a fresh DLA starts at group 0
+                value = groups.pointer(unit, value)
             if ".D_OP_ENABLE" in w.name:
                 armed.append(unit)
             dla.write_reg(w.addr, value)
-        for unit in armed:
-            groups[unit] = groups.get(unit, 0) + 1
+        groups.started(armed)
     out = tensors[node.outputs[0]]
     got = read_cube(dla.mem.dram, place.address(out.region, out.offset), tensor_layout(out))[:out.channels]
     want = reference(node, inputs, (out.channels, out.height, out.width))
