@@ -36,6 +36,24 @@ def weight_fetch_bytes(hw: HwConfig, k: int, c: int, r: int, s: int, bpe: int = 
     return -(-k * c * r * s * bpe // entry) * entry
 
 
+def emit_csc_window(p: RegProgram, kernel: tuple[int, int, int, int], weight_bytes: int, out_hw: tuple[int, int],
+                    stride: tuple[int, int], dilation: tuple[int, int], pad: tuple[int, int]) -> None:
+    """CSC's kernel, output and sliding-window registers of a direct convolution (any precision): the
+    ``kernel`` (K, C, R, S) and its ``weight_bytes``, the (OH, OW) output, stride, dilation, (top, left) pad."""
+    k, c, r, s = kernel
+    oh, ow = out_hw
+    (sy, sx), (dy, dx), (pt, pl) = stride, dilation, pad
+    p.reg("CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=s - 1, WEIGHT_HEIGHT_EXT=r - 1)
+    p.reg("CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=c - 1, WEIGHT_KERNEL=k - 1)
+    p.reg("CSC", "D_WEIGHT_BYTES", weight_bytes)
+    p.reg("CSC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
+    p.reg("CSC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
+    p.reg("CSC", "D_ATOMICS", ow * oh - 1)
+    p.reg("CSC", "D_CONV_STRIDE_EXT", CONV_X_STRIDE_EXT=sx - 1, CONV_Y_STRIDE_EXT=sy - 1)
+    p.reg("CSC", "D_DILATION_EXT", X_DILATION_EXT=dx - 1, Y_DILATION_EXT=dy - 1)
+    p.reg("CSC", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
+
+
 def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, int, int], dst: Cube, conv,
               sdp, operands: dict[str, OperandPlacement] | None = None, ram_type: int = 1,
               data_banks: int | None = None, reuse: CbufReuse | None = None) -> None:
@@ -53,7 +71,7 @@ def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, in
         data_banks = -(-h * eps // cbuf_geometry(hw)[1])
     wbytes = weight_fetch_bytes(hw, k, c, r, s)
     pad_raw = conv.pad_value & 0xFF
-    (sy, sx), (dy, dx), (pt, pl) = conv.stride, conv.dilation, conv.pad
+    (sy, sx), (pt, pl) = conv.stride, conv.pad
     rdma = emit_sdp(p, None, dst, sdp, operands, ram_type, enable=False)
     pointers(p, *CONV_UNITS)
     flags = (reuse or CbufReuse()).fields()
@@ -95,15 +113,7 @@ def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, in
     p.reg("CSC", "D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=w - 1, DATAIN_HEIGHT_EXT=h - 1)
     p.reg("CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=c - 1)
     p.reg("CSC", "D_ENTRY_PER_SLICE", eps - 1)
-    p.reg("CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=s - 1, WEIGHT_HEIGHT_EXT=r - 1)
-    p.reg("CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=c - 1, WEIGHT_KERNEL=k - 1)
-    p.reg("CSC", "D_WEIGHT_BYTES", wbytes)
-    p.reg("CSC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
-    p.reg("CSC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
-    p.reg("CSC", "D_ATOMICS", ow * oh - 1)
-    p.reg("CSC", "D_CONV_STRIDE_EXT", CONV_X_STRIDE_EXT=sx - 1, CONV_Y_STRIDE_EXT=sy - 1)
-    p.reg("CSC", "D_DILATION_EXT", X_DILATION_EXT=dx - 1, Y_DILATION_EXT=dy - 1)
-    p.reg("CSC", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
+    emit_csc_window(p, (k, c, r, s), wbytes, (oh, ow), conv.stride, conv.dilation, (pt, pl))
     p.reg("CSC", "D_ZERO_PADDING_VALUE", pad_raw)
     p.reg("CSC", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=weight_banks)
     # Release every input slice at the end (the reset value releases 2, more than a 1-line input holds, which

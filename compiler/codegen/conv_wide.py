@@ -7,7 +7,7 @@ or fp32 -> fp16). Cubes hold 2-byte elements in 16-channel atoms (their strides 
 """
 from __future__ import annotations
 
-from compiler.codegen.conv import weight_fetch_bytes
+from compiler.codegen.conv import emit_csc_window, weight_fetch_bytes
 from compiler.codegen.program import Cube
 from golden.config import HwConfig
 from golden.dma import CONV_UNITS
@@ -43,7 +43,7 @@ def emit_conv_wide(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, in
     k, c, r, s = kernel
     h, w = src.height, src.width
     oh, ow = dst.height, dst.width
-    (sy, sx), (dy, dx), (pt, pl) = conv.stride, conv.dilation, conv.pad
+    (sy, sx), (pt, pl) = conv.stride, conv.pad
     proc, src_precision = _PRECISION[conv.precision], _PRECISION[conv.source_precision]
     eps, banks = entries_per_slice(c, w), data_banks(c, h, w, hw)
     wsize = weight_fetch_bytes(hw, k, c, r, s, BPE)
@@ -90,15 +90,7 @@ def emit_conv_wide(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, in
     p.reg("CSC", "D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=c - 1)
     p.reg("CSC", "D_ENTRY_PER_SLICE", eps - 1)
     p.reg("CSC", "D_WEIGHT_FORMAT", 0)
-    p.reg("CSC", "D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=s - 1, WEIGHT_HEIGHT_EXT=r - 1)
-    p.reg("CSC", "D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=c - 1, WEIGHT_KERNEL=k - 1)
-    p.reg("CSC", "D_WEIGHT_BYTES", wsize)
-    p.reg("CSC", "D_DATAOUT_SIZE_0", DATAOUT_WIDTH=ow - 1, DATAOUT_HEIGHT=oh - 1)
-    p.reg("CSC", "D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=k - 1)
-    p.reg("CSC", "D_ATOMICS", ow * oh - 1)
-    p.reg("CSC", "D_CONV_STRIDE_EXT", CONV_X_STRIDE_EXT=sx - 1, CONV_Y_STRIDE_EXT=sy - 1)
-    p.reg("CSC", "D_DILATION_EXT", X_DILATION_EXT=dx - 1, Y_DILATION_EXT=dy - 1)
-    p.reg("CSC", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
+    emit_csc_window(p, (k, c, r, s), wsize, (oh, ow), conv.stride, conv.dilation, (pt, pl))
     p.reg("CSC", "D_ZERO_PADDING_VALUE", conv.pad_value & 0xFFFF)
     p.reg("CSC", "D_BANK", DATA_BANK=banks - 1, WEIGHT_BANK=weight_banks)
     # CACC (its own output address is unused: SDP writes on the fly)
