@@ -280,7 +280,7 @@ def test_trace_report_that_cannot_be_written_at_the_end(work, tmp_path, capsys, 
 
 # ---- dla run on an NVDLA loadable: --dimg ---------------------------------------------------------------
 def test_dimg_folder_holding_the_loadable_and_a_device_entry_are_refused(tmp_path, capsys):
-    from tests.runtime.test_nvdla_cli import _pool_loadable
+    from tests.app.test_nvdla_cli import _pool_loadable
 
     x = np.random.default_rng(12).integers(-128, 128, size=(32, 8, 8), dtype=np.int8)
     nvdla = tmp_path / "pool.nvdla"

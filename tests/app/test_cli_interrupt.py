@@ -13,7 +13,7 @@ import pytest
 from app.cli import main
 from loadable.format import write_loadable
 from runtime import executor
-from tests.runtime.test_cli_compile_run import stub_compiler  # noqa: F401 - a fixture
+from tests.app.test_cli_compile_run import stub_compiler  # noqa: F401 - a fixture
 from tests.runtime.test_executor import C, H, W, pool_loadable
 
 SAMPLES = 500
