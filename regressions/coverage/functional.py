@@ -30,6 +30,7 @@ from typing import Callable, Iterable, Mapping
 from golden import dla as golden_dla
 from golden.config import HwConfig
 from golden.regs import RegView
+from golden.registry import Registry
 
 #: Schema of the per-worker files.
 FORMAT = "dla-functional-coverage/1"
@@ -130,17 +131,15 @@ def field_plus_one(path: str) -> Callable[[Op], int]:
 
 
 # ---- the registry -----------------------------------------------------------------------------------------
-COVERPOINTS: dict[str, tuple[Coverpoint, ...]] = {}
+COVERPOINTS: Registry[tuple[Coverpoint, ...]] = Registry("engine coverage")
 
 
 def register(engine: str, *points: Coverpoint) -> None:
-    if engine in COVERPOINTS:
-        raise ValueError(f"coverage of {engine} registered twice")
     names = [n for cp in points for n in cp.names()]
     dupes = sorted(n for n, k in Counter(names).items() if k > 1)
     if dupes:
         raise ValueError(f"{engine}: duplicate bins {dupes}")
-    COVERPOINTS[engine] = points
+    COVERPOINTS.add(engine, points)
 
 
 def definitions() -> dict[str, dict[str, list[str]]]:

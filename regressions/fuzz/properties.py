@@ -9,6 +9,7 @@ from typing import Any, Callable
 from hypothesis.strategies import SearchStrategy
 
 from golden.config import HwConfig
+from golden.registry import Registry
 
 #: Modules that register properties; importing them fills ``PROPERTIES``.
 MODULES = ("regressions.fuzz.engines", "regressions.fuzz.networks", "regressions.fuzz.rubik_bdma",
@@ -46,17 +47,14 @@ class Property:
         return bool(self.duts)
 
 
-PROPERTIES: dict[str, Property] = {}
+PROPERTIES: Registry[Property] = Registry("fuzz property")
 
 
 def register(prop: Property) -> Property:
-    if prop.name in PROPERTIES:
-        raise ValueError(f"fuzz property {prop.name!r} registered twice")
-    PROPERTIES[prop.name] = prop
-    return prop
+    return PROPERTIES.add(prop.name, prop)
 
 
-def load() -> dict[str, Property]:
+def load() -> Registry[Property]:
     for module in MODULES:
         importlib.import_module(module)
     return PROPERTIES

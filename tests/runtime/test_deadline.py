@@ -15,7 +15,7 @@ from loadable.format import write_loadable
 from runtime import executor
 from runtime.deadline import DeadlineExceeded, wall_clock
 from runtime.status import StatusLine
-from tests.runtime.test_cli_compile_run import stub_compiler  # noqa: F401 - a fixture
+from tests.app.test_cli_compile_run import stub_compiler  # noqa: F401 - a fixture
 from tests.runtime.test_executor import C, H, W, pool_loadable
 
 
