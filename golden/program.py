@@ -3,7 +3,7 @@ relocated addresses.
 
 The one currency of register programming: the compiler's emitters (``compiler.codegen``) append to it, the
 NVDLA firmware model's programmers (``runtime.nvdla.engines``) wrap it with their address resolvers and
-polls, and regressions' single-layer tests (``regressions.programs.LayerTest``) put a memory image and an
+polls, and regressions' single-layer tests (``regressions.lib.programs.LayerTest``) put a memory image and an
 expected output around it. It sits in golden because it needs only the register table.
 """
 from __future__ import annotations

@@ -183,7 +183,7 @@ class Workload:
     """One engine operation as a register program, and the work it does (in ``unit``)."""
 
     hw: object  # golden.HwConfig
-    program: object  # regressions.programs.LayerTest
+    program: object  # regressions.lib.programs.LayerTest
     work: int
     unit: str
     describe: str
@@ -208,7 +208,7 @@ def engine_seconds(workload: Workload, repeat: int) -> float:
 def conv_workload(height: int, width: int, channels: int, kernels: int, k: int) -> Workload:
     """Direct conv (CDMA..CACC) with SDP converting to int8 on the fly; counted in MACs."""
     from golden import get_config
-    from regressions.programs import ConvLayer, program_conv
+    from regressions.lib.programs import ConvLayer, program_conv
 
     # Direct conv holds its whole input in CBUF; no preset's CBUF holds 56x56x256 (the compiler splits
     # such layers by rows), so the engine is measured on nv_small with a CBUF deep enough for one pass.
@@ -232,7 +232,7 @@ def conv16_workload(precision: str, height: int = 56, width: int = 56, channels:
     float64 GEMM exact (the engine checks that bound and takes exact int64 otherwise); fp16 values are
     normal numbers in [-2, 2)."""
     from golden import get_config
-    from regressions.programs_conv_wide import WideConvLayer, program_conv_wide
+    from regressions.lib.programs.conv_wide import WideConvLayer, program_conv_wide
 
     hw = get_config("nv_full").derive(cbuf_bank_depth=1 << 14)
     rng = np.random.default_rng(5)
@@ -255,7 +255,7 @@ def sdp_workload(c: int, h: int, w: int) -> Workload:
     """SDP from memory: X1 (BS) ALU + MUL + ReLU with per-channel operands, X2 (BN) ALU with a
     per-element operand (a residual add), output CVT; counted in input elements."""
     from golden import get_config
-    from regressions.programs import SdpLayer, program_sdp
+    from regressions.lib.programs import SdpLayer, program_sdp
     from regressions.lib.reference import sdp as ref_sdp
 
     hw = get_config("nv_small")
@@ -275,7 +275,7 @@ def sdp_workload(c: int, h: int, w: int) -> Workload:
 def pdp_workload(c: int, h: int, w: int) -> Workload:
     """PDP from memory: 3x3 stride-2 max pool padded by 1 (ResNet's stem pool); input elements."""
     from golden import get_config
-    from regressions.programs import PoolLayer, program_pdp
+    from regressions.lib.programs import PoolLayer, program_pdp
 
     hw = get_config("nv_small")
     x = np.random.default_rng(3).integers(-128, 128, (c, h, w))
@@ -288,7 +288,7 @@ def cdp_workload(c: int, h: int, w: int) -> Workload:
     """CDP: LRN over 5 channels with both LUTs in range; input elements."""
     from golden import get_config
     from golden.lut import LutRegisters
-    from regressions.programs import LrnLayer, program_cdp
+    from regressions.lib.programs import LrnLayer, program_cdp
 
     hw = get_config("nv_small")
     rng = np.random.default_rng(4)

@@ -20,9 +20,9 @@ from compiler.codegen.pack import pack_feature, unpack_feature
 from golden import Dla
 from golden.config import HwConfig
 from golden.regs import UNITS
-from regressions import programs
 from regressions.fuzz import serialize
 from regressions.fuzz.properties import Property, register
+from regressions.lib import programs
 from regressions.lib.reference import cdp as ref_cdp
 from regressions.lib.reference import conv as ref_conv
 from regressions.lib.reference import pdp as ref_pdp

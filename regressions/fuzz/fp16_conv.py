@@ -7,7 +7,7 @@ independent plain-loop reference bit for bit, every output lane included.
 * ``conv_int16``: int16 through ``regressions.lib.reference.conv`` (48-bit accumulation, CLIP_TRUNCATE) and the
   int16 SDP output converter of ``regressions.lib.reference.sdp``.
 
-Programs come from ``regressions.programs_conv_wide`` (the compiler's codegen is int8 only). Examples are
+Programs come from ``regressions.lib.programs.conv_wide`` (the compiler's codegen is int8 only). Examples are
 ``WideConvLayer``s, registered with ``regressions.fuzz.serialize`` so shrunk failures are saved and replayed.
 """
 from __future__ import annotations
@@ -18,12 +18,12 @@ from golden import Dla
 from golden.config import HwConfig
 from regressions.fuzz import serialize
 from regressions.fuzz.properties import Property, register
+from regressions.lib.programs import LayerTest
+from regressions.lib.programs.conv_wide import WideConvLayer, atom16, pack16, program_conv_wide, unpack16
 from regressions.lib.reference import conv as ref_conv
 from regressions.lib.reference import conv_fp16 as ref_fp16
 from regressions.lib.reference import sdp as ref_sdp
 from regressions.lib.strategies.conv import fp16_conv_layers, int16_conv_layers
-from regressions.programs import LayerTest
-from regressions.programs_conv_wide import WideConvLayer, atom16, pack16, program_conv_wide, unpack16
 
 #: The only preset with int16 and fp16 datapaths.
 CONFIGS = ("nv_full",)

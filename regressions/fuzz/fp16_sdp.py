@@ -19,10 +19,11 @@ import numpy as np
 from golden import Dla
 from golden.config import HwConfig
 from golden.lut import LutRegisters
-from regressions import programs_fp16
 from regressions.fuzz import serialize
 from regressions.fuzz.engines import _pad_operand, padded
 from regressions.fuzz.properties import Property, register
+from regressions.lib.programs import LayerTest
+from regressions.lib.programs import fp16 as programs_fp16
 from regressions.lib.reference import sdp_fp16 as ref
 from regressions.lib.strategies.sdp_fp16 import sdp_fp16_layers
 
@@ -48,7 +49,7 @@ def reference_output(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> np.ndar
     return ref.sdp_fp16(padded(layer.x, atom), padded_params(layer.params, atom))
 
 
-def build(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> tuple[programs_fp16.LayerTest, bytes, np.ndarray]:
+def build(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> tuple[LayerTest, bytes, np.ndarray]:
     want = reference_output(hw, layer)
     return programs_fp16.program_sdp_fp16(hw, layer), programs_fp16.expected_bytes(want, hw), want
 
@@ -91,7 +92,7 @@ def check(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> None:
                 raise AssertionError(f"{unit}.{reg} is {seen}, the reference's data imply {value}")
 
 
-def program(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> tuple[programs_fp16.LayerTest, bytes]:
+def program(hw: HwConfig, layer: programs_fp16.SdpFp16Layer) -> tuple[LayerTest, bytes]:
     built, want, _ = build(hw, layer)
     return built, want
 

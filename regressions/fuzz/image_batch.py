@@ -18,19 +18,21 @@ from typing import Any
 import numpy as np
 from hypothesis import reject
 
+from compiler.codegen.conv_image import FORMATS
 from golden import Dla
 from golden.config import HwConfig
-from regressions import programs, programs_image
 from regressions.fuzz import serialize
 from regressions.fuzz.engines import CONFIGS, describe, expected_bytes, padded
 from regressions.fuzz.properties import Property, register
+from regressions.lib import programs
+from regressions.lib.programs import image as programs_image
+from regressions.lib.programs.image import BatchConvLayer, ImageLayer
 from regressions.lib.reference import conv_batch as ref_batch
 from regressions.lib.reference import conv_image as ref_image
 from regressions.lib.reference import sdp as ref_sdp
 from regressions.lib.reference.arith import OutsideCmodDomain
 from regressions.lib.strategies import configs_with
 from regressions.lib.strategies.conv_image import batch_layers, image_layers
-from regressions.programs_image import BatchConvLayer, ImageLayer
 
 # Example classes of this module, so shrunk failures are saved and replayed like the others'.
 for _cls in (ImageLayer, BatchConvLayer):
@@ -49,7 +51,7 @@ def _out_cvt(acc: np.ndarray, atom: int, out_cvt: tuple[int, int, int]) -> np.nd
 
 def reference_image(hw: HwConfig, layer: ImageLayer) -> np.ndarray:
     """The reference's CACC cube (K, OH, OW) of an image layer."""
-    bits = programs_image.FORMATS[layer.fmt][2]
+    bits = FORMATS[layer.fmt][2]
     raw = ref_image.unpack_pixels(layer.fmt, layer.plane0, layer.plane1, layer.width, layer.x_offset,
                                   hw.memory_atomic_size)
     x = ref_image.convert_pixels(raw, bits, signed=layer.signed, cvt=layer.cvt, means=layer.means, out_bits=8)

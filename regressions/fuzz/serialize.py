@@ -1,6 +1,6 @@
 """Fuzz examples <-> JSON, so a shrunk failure is saved, read back and replayed as an ``@example``.
 
-Examples are dataclasses (``regressions.programs`` layers, ``regressions.lib.reference`` parameters, the
+Examples are dataclasses (``regressions.lib.programs`` layers, ``regressions.lib.reference`` parameters, the
 fuzz strategies' own wrappers) holding ints, tuples and int numpy arrays. JSON keeps them readable:
 a dataclass is an object with its class under ``"type"``, an array is ``{"array": nested lists}``,
 a tuple or list is a JSON list (read back as a tuple: every sequence field of these classes is).
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from golden.lut import LutRegisters
-from regressions import programs
+from regressions.lib import programs
 from regressions.lib.reference import sdp as ref_sdp
 from regressions.lib.strategies.pdp import PdpExample, PdpSplit
 

@@ -51,7 +51,7 @@ def test_pdp_split_mode_is_programmed_and_checked_by_golden() -> None:
 
     from golden import ConfigError, Dla
     from golden.regs import UNITS
-    from regressions import programs
+    from regressions.lib import programs
     from regressions.lib.strategies.pdp import PdpExample, PdpSplit
 
     hw = get_config("nv_small")

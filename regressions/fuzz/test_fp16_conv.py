@@ -15,8 +15,8 @@ import pytest
 from golden import Dla, get_config
 from regressions.fuzz import fp16_conv, serialize
 from regressions.fuzz.properties import Property, load
-from regressions.programs_conv_wide import WideConvLayer
 from regressions.fuzz.testing import property_test, scaled
+from regressions.lib.programs.conv_wide import WideConvLayer
 
 pytestmark = pytest.mark.reference
 

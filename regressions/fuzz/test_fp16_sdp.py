@@ -15,8 +15,8 @@ from golden.lut import LutRegisters
 from regressions.fuzz import fp16_sdp, serialize
 from regressions.fuzz.properties import PROPERTIES, Property, load
 from regressions.fuzz.testing import property_test, scaled
+from regressions.lib.programs.fp16 import SdpFp16Layer
 from regressions.lib.reference import sdp_fp16 as ref
-from regressions.programs_fp16 import SdpFp16Layer
 
 pytestmark = pytest.mark.reference
 

@@ -73,7 +73,7 @@ def test_examples_round_trip_through_json(name: str) -> None:
 def test_a_wrong_reference_value_is_reported_with_its_position() -> None:
     """The check names the first differing 16-bit output value (here: a corrupted expected byte)."""
     from golden import Dla
-    from regressions.programs_wide import WidePoolLayer
+    from regressions.lib.programs.wide import WidePoolLayer
 
     hw = get_config("nv_full")
     x = np.arange(-8, 8, dtype=np.int64).reshape(1, 4, 4) * 1000

@@ -23,10 +23,11 @@ from compiler.codegen.pack import unpack_feature
 from golden import Dla
 from golden.config import HwConfig
 from golden.lut import LutRegisters
-from regressions import programs, programs_wide
 from regressions.fuzz import serialize
 from regressions.fuzz.engines import apply_split, padded
 from regressions.fuzz.properties import Property, register
+from regressions.lib import programs
+from regressions.lib.programs import wide as programs_wide
 from regressions.lib.reference import cdp as ref_cdp
 from regressions.lib.reference import cdp_fp16 as ref_cdp_fp16
 from regressions.lib.reference import pdp as ref_pdp

@@ -1,7 +1,7 @@
 """Fuzz properties of Winograd convolution and compressed conv weights, on the presets that have them.
 
 - "conv_winograd": a Winograd convolution (``strategies.conv_winograd.winograd_layers``) through its register
-  program (``regressions.programs_winograd``) on ``golden.Dla`` writes exactly the bytes the plain-loop
+  program (``regressions.lib.programs.winograd``) on ``golden.Dla`` writes exactly the bytes the plain-loop
   reference (``regressions.lib.reference.conv_winograd`` then ``reference.sdp``'s output converter) computes,
   every lane of the output atoms included.
 - "conv_wcomp": a direct or Winograd convolution whose weights the program hands over compressed (WMB, weight
@@ -19,12 +19,13 @@ import numpy as np
 from hypothesis import reject
 
 from compiler.codegen.pack import pack_dc_weights, pack_feature, unpack_feature
+from compiler.codegen.winograd import BPE
 from golden import Dla
 from golden.config import HwConfig
-from regressions import programs
-from regressions import programs_winograd as pw
 from regressions.fuzz import engines, serialize
 from regressions.fuzz.properties import Property, register
+from regressions.lib import programs
+from regressions.lib.programs import winograd as pw
 from regressions.lib.reference.arith import OutsideCmodDomain
 from regressions.lib.strategies import configs_with
 from regressions.lib.strategies.conv_winograd import WcompExample, wcomp_examples, winograd_layers
@@ -42,7 +43,7 @@ Built = tuple[programs.LayerTest, bytes, tuple[int, int, int, int]]
 
 
 def build_winograd(hw: HwConfig, layer: pw.WinogradLayer) -> Built:
-    bpe = pw.BPE[layer.precision]
+    bpe = BPE[layer.precision]
     want = pw.expected_winograd(hw, layer)
     k = layer.u.shape[0]
     return (pw.program_winograd(hw, layer), pack_feature(want, pw.atom(hw, layer.precision), bpe),

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from golden import Dla, get_config
-from regressions import programs
 from regressions.fuzz.engines import padded, padded_operands
+from regressions.lib import programs
 from regressions.lib.reference import sdp as ref_sdp
 from regressions.lib.strategies import sdp_y_layers
 

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from golden import Dla, fp, get_config
-from regressions import programs_fp16
 from regressions.fuzz.engines import padded
 from regressions.fuzz.fp16_sdp import padded_params
+from regressions.lib.programs import fp16 as programs_fp16
 from regressions.lib.reference import sdp_fp16 as ref
 from regressions.lib.strategies.sdp_fp16 import sdp_fp16_layers
 

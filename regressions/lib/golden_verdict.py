@@ -15,7 +15,7 @@ from pathlib import Path
 
 from golden import Dla
 from golden.config import HwConfig
-from regressions.programs import LayerTest
+from regressions.lib.programs import LayerTest
 from runtime.suite import PASS, run_batch
 from tb.vectors import MASK32, Vectors
 

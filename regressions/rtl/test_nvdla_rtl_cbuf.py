@@ -1,4 +1,4 @@
-"""CBUF state across convolutions on NVDLA's nv_small RTL (``regressions/programs_cbuf.py``): the golden model's
+"""CBUF state across convolutions on NVDLA's nv_small RTL (``regressions/lib/programs/cbuf.py``): the golden model's
 rules (``golden/cbuf.py``) against the hardware they were read from.
 
 - Every sequence golden computes (weight and data reuse after SKIP_*_RLS with the reused buffers zeroed in
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from golden.config import get_config
-from regressions.programs_cbuf import cases, write_case
+from regressions.lib.programs.cbuf import cases, write_case
 from regressions.rtl.nvdla_rtl import CONFIG, FULL, nvdla_rtl_options, rule_disagreements
 from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
 

@@ -25,8 +25,8 @@ from golden.config import get_config
 from golden.dla import Dla
 from golden.lut import LutRegisters
 from regressions.lib.golden_verdict import crc_trace
+from regressions.lib.programs import LrnLayer, program_cdp
 from regressions.lib.reference import cdp as ref_cdp
-from regressions.programs import LrnLayer, program_cdp
 from regressions.rtl.nvdla_rtl import CONFIG, SIM_WORKERS, SIMULATOR, nvdla_rtl_options
 from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
 from runtime.suite import FAIL, PASS

@@ -1,4 +1,5 @@
-"""PDP rules of NVDLA's nv_small RTL (``regressions/programs_pdp_rules.py``) against the hardware they were read from.
+"""PDP rules of NVDLA's nv_small RTL (``regressions/lib/programs/pdp_rules.py``) against the hardware they were
+read from.
 
 - AVERAGE with pad values outside n*int8 and reciprocals above 1/kernel: golden's ``nv_small_rtl`` datapath
   (``HwConfig.pdp_average``) gives the RTL's CRCs.
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from golden.config import get_config
-from regressions.programs_pdp_rules import cases, write_case
+from regressions.lib.programs.pdp_rules import cases, write_case
 from regressions.rtl.nvdla_rtl import CONFIG, FULL, nvdla_rtl_options, rule_disagreements
 from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
 

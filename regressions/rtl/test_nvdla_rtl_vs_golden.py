@@ -3,11 +3,11 @@
 Drawn in the pytest process with the fuzz properties' strategies (``regressions.fuzz.engines``): single
 layers of direct CONV (sizes, kernels, strides, dilation, padding, partial atoms, CDMA input CVT, CBUF bank
 splits), SDP (X1/X2, REG and MEM operands; nv_small has no EW/LUT), PDP (split width too) and CDP; SDP -> PDP
-on the fly (``programs_sdp_pdp``); and sequences of operations played op after op on one DUT without reset, so
-the CBUF state one convolution leaves (banks, reuse, release) meets the next: 2-4 drawn layers back to back
-(``sequence_trace``), convolution pairs where the second reuses the input or weights the first kept in the CBUF
-(``ReusePair``), and the DLA tasks of compiled random networks (``regressions.fuzz.networks``) with two or more
-operations. Each becomes an NVDLA trace
+on the fly (``regressions.lib.programs.sdp_pdp``); and sequences of operations played op after op on one DUT
+without reset, so the CBUF state one convolution leaves (banks, reuse, release) meets the next: 2-4 drawn layers
+back to back (``sequence_trace``), convolution pairs where the second reuses the input or weights the first kept
+in the CBUF (``ReusePair``), and the DLA tasks of compiled random networks (``regressions.fuzz.networks``) with two
+or more operations. Each becomes an NVDLA trace
 checking the golden model's CRC of every output; all traces of a kind run in ``SIM_WORKERS`` simulations of
 one build (STYLE: configs go to the simulator as data).
 
@@ -43,12 +43,12 @@ from regressions.fuzz import found
 from regressions.fuzz.engines import CDP, CONV, PDP, SDP
 from regressions.fuzz.properties import PROPERTIES, Property
 from regressions.lib.golden_verdict import golden_trace
+from regressions.lib.programs import ConvLayer, LayerTest, SdpLayer, program_conv
+from regressions.lib.programs.sdp_pdp import program_sdp_pdp
 from regressions.lib.reference import sdp as ref_sdp
 from regressions.lib.reference.arith import OutsideCmodDomain
 from regressions.lib.strategies.pdp import pdp_examples
 from regressions.lib.strategies.sdp import _output_cvt, _x_stage
-from regressions.programs import ConvLayer, LayerTest, SdpLayer, program_conv
-from regressions.programs_sdp_pdp import program_sdp_pdp
 from regressions.rtl.nvdla_rtl import CONFIG, SIM_WORKERS, SIMULATOR, nvdla_rtl_options
 from regressions.rtl.nvdla_rtl import no_rtl_coverage  # noqa: F401 (a fixture, used by pytestmark)
 from runtime.suite import PASS, Outcome, run_batch

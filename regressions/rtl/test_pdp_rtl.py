@@ -2,7 +2,7 @@
 Icarus (tb/vectors/tb_nvdla.v with its random-latency AXI memory that checks the AXI rules), through
 ``regressions.lib.golden_verdict.GoldenVectors``.
 
-Each case is a sequence of pooling layers built by ``regressions.programs.program_pdp`` (directed
+Each case is a sequence of pooling layers built by ``regressions.lib.programs.program_pdp`` (directed
 edge cases + random legal configurations: MAX/MIN/AVERAGE, kernels 1..8, strides 1..16, padding
 with raw 19-bit PAD_VALUE words, random reciprocals, several surfaces with padding lanes, line and
 surface strides with gaps, split-width mode), played back to back with alternating ping-pong
@@ -29,7 +29,7 @@ from golden.engines.pdp import pooled_size
 from golden.errors import ConfigError
 from golden.regs import UNITS
 from regressions.lib.golden_verdict import GoldenVectors
-from regressions.programs import PoolLayer, LayerTest, program_pdp
+from regressions.lib.programs import PoolLayer, LayerTest, program_pdp
 from tb.duts import BUILTIN_DUT, dut_config
 from tb.vectors import sim
 

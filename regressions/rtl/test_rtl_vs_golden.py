@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from app.targets import register_simulators
 from golden import get_config
-from regressions import programs
+from regressions.lib import programs
 from regressions.lib.golden_verdict import golden_trace, rtl_disagreements
 from regressions.lib.strategies import pool_layers, sdp_layers
 from tb.duts import dut_config, dut_from_env

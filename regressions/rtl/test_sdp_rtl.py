@@ -3,7 +3,7 @@ operands, per kernel and per element, 1- and 2-byte, DATA_USE ALU/MUL/BOTH, PReL
 D_PERF_OUT_SATURATION) run on rtl/NV_nvdla under Icarus with tb/vectors/tb_nvdla.v (random-latency
 AXI memory that checks the AXI rules), through ``regressions.lib.golden_verdict.GoldenVectors``.
 
-Each layer is built by ``regressions.programs.program_sdp`` and then moved into the testbench's 1 MiB
+Each layer is built by ``regressions.lib.programs.program_sdp`` and then moved into the testbench's 1 MiB
 memory window: bases get random byte offsets (unaligned to the bus where the address unit allows
 it) and feature / per-element strides get random padding, so lines and surfaces are separate DMA
 segments with gaps. Per-kernel operand DMAs get garbage strides (they must be ignored). The same
@@ -21,13 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from compiler.codegen.pack import strides
 from golden import ConfigError, UnsupportedError, get_config
 from golden.config import HwConfig
 from golden.dla import Dla
 from golden.layout import CubeLayout
 from regressions.lib.golden_verdict import GoldenVectors
+from regressions.lib.programs import LayerTest, SdpLayer, program_sdp
 from regressions.lib.reference.sdp import SdpParams, SdpXParams
-from regressions.programs import LayerTest, SdpLayer, program_sdp, strides
 from tb.vectors import sim
 from tb.vectors import Vectors
 

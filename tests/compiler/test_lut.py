@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compiler.codegen.pack import unpack_feature
 from compiler.hwparams import ALU_SUM, CdpParams, SdpParams, XStage, YStage
 from compiler.lut import LRN_INPUT_GAIN, design_lrn, lrn_params, sdp_activation
 from golden.config import PRESETS, get_config
@@ -25,9 +26,9 @@ from golden.engines.sdp import output_cvt as sdp_output_cvt
 from golden.engines.sdp_lut import lut_lookup
 from golden.errors import UnsupportedError
 from golden.lut import LutRegisters
+from regressions.lib.programs import LrnLayer, SdpLayer, program_cdp, program_sdp
 from regressions.lib.reference import cdp as rcdp
 from regressions.lib.reference import sdp as rsdp
-from regressions.programs import LrnLayer, SdpLayer, program_cdp, program_sdp, unpack_feature
 
 LUT_CONFIGS = [name for name, hw in PRESETS.items() if hw.sdp_lut]
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1

@@ -9,7 +9,7 @@ from compiler.codegen import conv as codegen_conv
 from golden.config import get_config
 from golden.dla import Dla
 from golden.errors import ConfigError
-from regressions.programs import WEIGHT_BASE, ConvLayer, LayerTest, program_conv
+from regressions.lib.programs import WEIGHT_BASE, ConvLayer, LayerTest, program_conv
 
 HW = get_config("nv_small")
 

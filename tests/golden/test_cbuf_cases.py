@@ -1,4 +1,4 @@
-"""The CBUF probe cases (regressions/programs_cbuf.py) on the golden model alone: legal cases pass as traces,
+"""The CBUF probe cases (regressions/lib/programs/cbuf.py) on the golden model alone: legal cases pass as traces,
 refused ones are ERRORs naming the register of the rule they break (their NVDLA RTL counterpart lives in
 regressions/rtl/test_nvdla_rtl_cbuf.py)."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from golden.config import get_config
-from regressions.programs_cbuf import cases, write_case
+from regressions.lib.programs.cbuf import cases, write_case
 from runtime.suite import ERROR, PASS, run_trace
 
 REFUSED = {"refused_weights_over_fetched": "CDMA.D_BANK.WEIGHT_BANK",

@@ -11,8 +11,9 @@ import pytest
 from golden import Dla, get_config
 from golden.errors import ConfigError, UnsupportedError
 from golden.regs import UNITS
-from regressions import programs, programs_image
-from regressions.programs_image import BatchConvLayer
+from regressions.lib import programs
+from regressions.lib.programs import image as programs_image
+from regressions.lib.programs.image import BatchConvLayer
 
 HW = get_config("nv_full")
 

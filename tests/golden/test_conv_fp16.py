@@ -18,7 +18,7 @@ from golden.engines import conv_fp16 as F
 from golden.engines.conv_datapath import ConvGeometry, cbuf_geometry, entries_per_slice
 from golden.errors import ConfigError, UnsupportedError
 from golden.regs import UNITS
-from regressions.programs_conv_wide import WideConvLayer, program_conv_wide, unpack16
+from regressions.lib.programs.conv_wide import WideConvLayer, program_conv_wide, unpack16
 
 NV_FULL = get_config("nv_full")
 

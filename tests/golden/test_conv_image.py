@@ -10,14 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compiler.codegen.conv_image import FORMATS
 from conftest import nvdla_traces_root
 from golden import Dla, get_config
 from golden.engines import OpContext
 from golden.engines import cdma_image as ci
 from golden.errors import ConfigError, UnsupportedError
 from golden.regs import UNITS, RegView, register_map
-from regressions import programs, programs_image
-from regressions.programs_image import ImageLayer
+from regressions.lib import programs
+from regressions.lib.programs import image as programs_image
+from regressions.lib.programs.image import ImageLayer
 
 # ---- lanes per format, written out by hand (NVDLA_NOTES §3; names list fields from the MSB) -------------
 PIXEL = bytes([0x11, 0x22, 0x33, 0x44])
@@ -124,7 +126,7 @@ def test_conversion_rounds_half_away_and_saturates_at_17_bits_first():
 def pixel_conv(layer: ImageLayer, hw, img: np.ndarray | None = None, bits: int = 8) -> np.ndarray:
     """CACC result of ``layer`` by loops in pixel space (independent of the channel extension); ``img`` is the
     converted image (lanes, H, W), by default the raw 8-bit lanes; pad words keep their low ``bits``."""
-    sizes, lanes, _ = programs_image.FORMATS[layer.fmt]
+    sizes, lanes, _ = FORMATS[layer.fmt]
     if img is not None:
         return _conv_loops(layer, img, bits)
     fmt = ci.PIXEL_FORMATS[layer.fmt]
@@ -139,7 +141,7 @@ def pixel_conv(layer: ImageLayer, hw, img: np.ndarray | None = None, bits: int =
                 p1 = np.asarray(layer.plane1)[h, u * sizes[1]:(u + 1) * sizes[1]].reshape(1, 1, -1)
             raw = ci.pixel_lanes(fmt, p0.reshape(1, 1, -1).astype(np.uint8), p1)
             img[:, h, j] = raw[:, 0, 0]
-    assert layer.cvt is None and programs_image.FORMATS[layer.fmt][2] == 8
+    assert layer.cvt is None and FORMATS[layer.fmt][2] == 8
     return _conv_loops(layer, np.where(img > 127, img - 256, img), 8)
 
 
@@ -201,7 +203,7 @@ def engine(hw, program, **patch: dict) -> tuple[np.ndarray, OpContext]:
 
 
 def layer_for(hw, fmt=12, seed=0, **kw) -> ImageLayer:
-    sizes, lanes, _ = programs_image.FORMATS[fmt]
+    sizes, lanes, _ = FORMATS[fmt]
     rng = np.random.default_rng(seed)
     width, height, x_off = kw.pop("width", 9), kw.pop("height", 6), kw.pop("x_offset", 1)
     r, s, k = kw.pop("r", 3), kw.pop("s", 2), kw.pop("k", 5)
@@ -272,7 +274,7 @@ def int16_program(hw, layer: ImageLayer) -> tuple[programs.LayerTest, dict[str, 
     from golden.engines.conv_datapath import cbuf_geometry
 
     program = programs_image.program_image_conv(hw, layer)
-    lanes = programs_image.FORMATS[layer.fmt][1]
+    lanes = FORMATS[layer.fmt][1]
     wx = programs_image.extend_weights(layer.w)
     k, cx, r = wx.shape
     kg, cg = hw.mac_atomic_k // 2, hw.mac_atomic_c
@@ -305,7 +307,7 @@ def test_int16_datapath_on_nv_full(fmt, cvt):
     out, ctx = engine(hw, program, **fields)
     op = ci.decode(ctx.regs, hw)  # type: ignore[arg-type]
     assert op.geometry.dtype == "int16" and op.cdma_pad == -32767 and op.geometry.pad_value == 32766
-    sizes = programs_image.FORMATS[fmt][0]
+    sizes = FORMATS[fmt][0]
     p0 = np.asarray(layer.plane0, dtype=np.uint8)[:, layer.x_offset * sizes[0]:].reshape(layer.height, -1, sizes[0])
     p1 = None
     if len(sizes) == 2:

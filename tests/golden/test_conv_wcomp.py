@@ -10,9 +10,9 @@ from golden import ConfigError, Dla, UnsupportedError, get_config
 from golden.engines import conv_wcomp as wc
 from golden.memory import Memory
 from golden.regs import UNITS, RegView
-from regressions import programs
-from regressions import programs_winograd as pw
 from regressions.fuzz.engines import build_conv
+from regressions.lib import programs
+from regressions.lib.programs import winograd as pw
 
 NV_FULL = get_config("nv_full")
 WMB, STREAM, WGS = 0x9000_0000, 0x9100_0000, 0x9200_0000

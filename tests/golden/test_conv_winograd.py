@@ -10,7 +10,7 @@ from golden import ConfigError, Dla, UnsupportedError, get_config
 from golden.dma import CONV_UNITS
 from golden.engines import conv_winograd as cw
 from golden.regs import UNITS
-from regressions import programs_winograd as pw
+from regressions.lib.programs import winograd as pw
 
 NV_FULL = get_config("nv_full")
 BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]])

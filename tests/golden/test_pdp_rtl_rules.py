@@ -12,7 +12,7 @@ from golden.config import NV_FULL, NV_SMALL
 from golden.dla import Dla
 from golden.engines.pdp import AVERAGE, MAX, flush_counts, rtl_round
 from golden.errors import ConfigError
-from regressions import programs
+from regressions.lib import programs
 from tests.golden.test_pdp import ATOM, CMOD, run_pdp
 
 

@@ -15,8 +15,8 @@ from golden.engines import OpContext
 from golden.engines import sdp as sdp_engine
 from golden.errors import ConfigError, UnsupportedError
 from golden.lut import LutRegisters
-from regressions import programs_fp16 as P
 from regressions.fuzz.fp16_sdp import reference_output
+from regressions.lib.programs import fp16 as P
 from regressions.lib.reference import sdp_fp16 as ref
 
 ATOM = NV_FULL.atom_elements("fp16")

@@ -17,7 +17,7 @@ from golden.crc import crc32_zeros
 from golden.lut import LutRegisters
 from loadable.format import encode_loadable
 from regressions.lib.childrun import Child, run_dla
-from regressions.programs import LrnLayer, program_cdp
+from regressions.lib.programs import LrnLayer, program_cdp
 from runtime.nvdla import fbs
 from tests.runtime.test_executor import pool_loadable
 from tests.runtime.test_nvdla_loadable import _pdp_loadable

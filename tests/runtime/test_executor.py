@@ -1,5 +1,5 @@
 """The loadable executor on hand-built loadables (no compiler): PDP and SDP register programs from
-``regressions.programs`` relocated against regions, a CPU task, batches, errors, and emitted traces that
+``regressions.lib.programs`` relocated against regions, a CPU task, batches, errors, and emitted traces that
 ``dla trace`` plays back."""
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compiler.codegen.pack import pack_feature, strides
 from golden.config import get_config
 from golden.regs import register_map
 from loadable import loadable_pb2 as pb
-from regressions.programs import (
+from regressions.lib.programs import (
     DST_BASE,
     OPERAND_BASE,
     SRC_BASE,
@@ -21,7 +22,6 @@ from regressions.programs import (
     SdpLayer,
     program_pdp,
     program_sdp,
-    strides,
 )
 from loadable.format import write_loadable
 from regressions.lib.reference.sdp import SdpParams, SdpXParams, sdp
@@ -189,8 +189,6 @@ def test_two_pdp_tasks_and_a_cpu_softmax_match_numpy(pool_file, rng):
 
 def test_feature_layout_matches_pack_feature(rng):
     """The executor's vectorized packing is NVDLA's layout (12 channels = 2 surfaces of 8, lanes 12..15 zero)."""
-    from regressions.programs import pack_feature
-
     net = Network(pool_loadable(), kernels=STUB_KERNELS)
     target = GoldenTarget(HW)
     x = rng.normal(0, 2, (1, C, H, W)).astype(np.float32)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from golden import get_config
-from regressions import programs
+from regressions.lib import programs
 from runtime.golden_target import GoldenTarget
 from runtime.target import InterruptTimeout
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from golden.config import HwConfig
 from golden.lut import LutRegisters
-from regressions import programs
+from regressions.lib import programs
 from regressions.lib.strategies import (
     lut_index_and_slopes,
     atom_elements,

@@ -18,10 +18,10 @@ from golden.lut import LutRegisters
 from regressions.lib.strategies import (
     SEED_BITS, bypassed, channels, field_ints, field_range, ints, rescale_shift, signed_bits, values,
 )
+from regressions.lib.programs.wide import WideLrnLayer
 from regressions.lib.reference import cdp_fp16 as ref_fp16
 from regressions.lib.strategies.cdp import lut
 from regressions.lib.strategies.pdp_wide import fp16_cube
-from regressions.programs_wide import WideLrnLayer
 
 #: Padded channels x H x W the reference visits at most: int16 is integer loops (the LUT ~60 µs per
 #: element), fp16 exact-fraction floats (~1 ms per element).

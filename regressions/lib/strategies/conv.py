@@ -9,7 +9,7 @@ input in the CBUF data banks (``golden.engines.conv.data_banks_needed``; no part
 conv) and the weights in the remaining banks, ``CLIP_TRUNCATE`` at most 16 (48-bit sums, 32-bit out).
 
 ``int16_conv_layers`` and ``fp16_conv_layers`` draw the 16-bit convolutions of nv_full
-(``regressions.programs_conv_wide.WideConvLayer``), small enough for the plain-loop references: fp16 cubes
+(``regressions.lib.programs.conv_wide.WideConvLayer``), small enough for the plain-loop references: fp16 cubes
 come as bit patterns with exponents in a drawn range (how many alignment blocks a slice spans) plus, at
 times, +-0, Inf and NaN; fp16 input may also be int16 that CDMA converts.
 """
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from compiler.codegen.conv import weight_fetch_bytes
 from golden.config import HwConfig, PRESETS
 from golden.engines.conv_datapath import data_banks_needed
-from regressions import programs
+from regressions.lib import programs
 from regressions.lib.strategies import (
     SEED_BITS,
     atom_elements,
@@ -190,7 +190,7 @@ def _wide_geometry(draw, hw: HwConfig, lane_cost: int) -> dict:
 def fp16_conv_layers(draw, hw: HwConfig):
     """An fp16 direct convolution on nv_full: fp16 input (NaN flush sometimes on), or int16 input that CDMA
     converts into fp16 (CVT_EN, ``Int17ToFp16``); any fp16 pad word; FP32 out of CACC, fp16 out of SDP."""
-    from regressions.programs_conv_wide import WideConvLayer
+    from regressions.lib.programs.conv_wide import WideConvLayer
 
     g = _wide_geometry(draw, hw, lane_cost=1)
     weights = fp16_cube(draw, (g["k"], g["c"], g["r"], g["s"]))
@@ -214,7 +214,7 @@ def fp16_conv_layers(draw, hw: HwConfig):
 @st.composite
 def int16_conv_layers(draw, hw: HwConfig):
     """An int16 direct convolution on nv_full (optional CDMA CVT, CLIP_TRUNCATE, int16 SDP output CVT)."""
-    from regressions.programs_conv_wide import WideConvLayer
+    from regressions.lib.programs.conv_wide import WideConvLayer
 
     g = _wide_geometry(draw, hw, lane_cost=0)
     weights = values(draw, (g["k"], g["c"], g["r"], g["s"]), signed_bits(16))

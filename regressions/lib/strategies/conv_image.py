@@ -1,6 +1,6 @@
 """Image (pixel) input convolutions and batched direct convolutions.
 
-Image layers (``regressions.programs_image.ImageLayer``): every PIXEL_FORMAT the config fetches (8-bit lanes
+Image layers (``regressions.lib.programs.image.ImageLayer``): every PIXEL_FORMAT the config fetches (8-bit lanes
 everywhere, 16-bit and packed 10-bit lanes where there is an int16 datapath; fp16 pixels are not modelled),
 PIXEL_X_OFFSET inside the first atom (RTL assertion), line and chroma pitches of whole atoms beyond the
 fetched bytes, PIXEL_SIGN_OVERRIDE, CVT with or without per-lane means (mandatory for 16-bit lanes on the int8
@@ -16,6 +16,7 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from compiler.codegen.conv_image import FORMATS, image_formats
 from golden.config import HwConfig
 from golden.engines.conv_datapath import cbuf_geometry, entries_per_slice
 from regressions.lib.strategies import (
@@ -28,8 +29,8 @@ from regressions.lib.strategies import (
     signed_bits,
     values,
 )
+from regressions.lib.programs.image import BatchConvLayer, ImageLayer
 from regressions.lib.strategies.conv import MAX_CLIP_TRUNCATE, conv_layers
-from regressions.programs_image import FORMATS, BatchConvLayer, ImageLayer, image_formats
 
 #: Multiply-accumulates of the plain-loop reference (K x OH x OW x lanes x R x S) at most.
 WORK = 40_000

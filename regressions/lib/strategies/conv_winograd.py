@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from golden.config import HwConfig
 from golden.engines.conv_datapath import data_banks_needed
-from regressions import programs
+from regressions.lib import programs
 from regressions.lib.strategies import (
     field_ints,
     field_range,
@@ -34,9 +34,9 @@ from regressions.lib.strategies import (
     signed_bits,
     values,
 )
+from regressions.lib.programs.winograd import WinogradLayer
 from regressions.lib.reference import conv_winograd as ref_wg
 from regressions.lib.strategies.conv import conv_layers
-from regressions.programs_winograd import WinogradLayer
 
 #: Multiply-accumulates of the plain-loop reference (K x tiles x extended channels x 16).
 WORK = 160_000

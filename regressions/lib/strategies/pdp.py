@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from golden.config import HwConfig
 from golden.engines.pdp import MAX_KERNEL
-from regressions import programs
+from regressions.lib import programs
 from regressions.lib.strategies import (
     atom_elements,
     channels,

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
+from compiler.codegen.wide import RECIP_FP17, RECIP_INT
 from golden.config import HwConfig
+from regressions.lib.programs.wide import WidePoolLayer
 from regressions.lib.strategies import SEED_BITS, channels, field_ints, reg_field, signed_bits, unsigned_range, values
 from regressions.lib.strategies.pdp import METHODS, PdpSplit, _kernel, _side, _split
-from regressions.programs_wide import RECIP_FP17, RECIP_INT, WidePoolLayer
 
 #: Taps times padded channels the reference visits at most: int16 is plain integer loops (like int8), the
 #: fp16 reference does exact-fraction float operations (~30 µs each), so its budget is much smaller.

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from golden.config import HwConfig
 from golden.lut import LutRegisters
+from regressions.lib.programs.fp16 import SdpFp16Layer, atom_of
 from regressions.lib.reference import sdp_fp16 as ref
 from regressions.lib.strategies import SEED_BITS, bypassed, ints
-from regressions.programs_fp16 import SdpFp16Layer, atom_of
 
 #: Padded elements the plain reference visits at most (X ~0.1 ms per element, LUT ~0.5 ms).
 WORK_X = 600

@@ -11,9 +11,9 @@ from golden import Dla, get_config
 from golden.dla import OP_OBSERVERS
 from golden.engines import load_engines
 from golden.lut import LutRegisters
-from regressions import programs
 from regressions.coverage import functional
 from regressions.coverage.functional import Coverage
+from regressions.lib import programs
 
 HW = get_config("nv_small")
 ATOM = HW.atom_elements()

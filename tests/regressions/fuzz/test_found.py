@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, reject, settings
 
 from golden import get_config
-from regressions import programs
 from regressions.fuzz import engines, found, serialize
 from regressions.fuzz.properties import load
+from regressions.lib import programs
 from regressions.lib.reference import sdp as ref_sdp
 from regressions.lib.reference.arith import OutsideCmodDomain
 from runtime.suite import PASS, FAIL, run_trace

@@ -16,10 +16,10 @@ import numpy as np
 
 from compiler.codegen.cdp import emit_cdp
 from compiler.codegen.conv import emit_conv
-from compiler.codegen.pack import pack_dc_weights, pack_feature, pack_operands, strides, unpack_feature
+from compiler.codegen.pack import pack_dc_weights, pack_feature, pack_operands, strides
 from compiler.codegen.pdp import emit_pdp
 from compiler.codegen.program import Cube, OperandPlacement
-from compiler.codegen.sdp import STAGES, is_reg_operand, stage_mem_use
+from compiler.codegen.sdp import STAGES, stage_mem_use
 from golden.config import HwConfig
 from golden.lut import LutRegisters
 from golden.program import RegProgram

@@ -1,6 +1,6 @@
 """Single-layer tests of int16 and fp16 PDP / CDP operations (nv_full), from the references' parameters.
 
-The 16-bit counterparts of ``regressions.programs.program_pdp`` / ``program_cdp``: the registers come from
+The 16-bit counterparts of ``regressions.lib.programs.program_pdp`` / ``program_cdp``: the registers come from
 the compiler's 16-bit emitters (``compiler.codegen.wide``), the cubes hold int16 values or fp16 bit
 patterns with the strides of 2-byte elements and 16-channel atoms.
 """
@@ -18,7 +18,7 @@ from compiler.hwparams import PdpParams
 from golden.config import HwConfig
 from golden.lut import LutRegisters
 from golden.program import RegProgram
-from regressions.programs import DST_BASE, SRC_BASE, LayerTest
+from regressions.lib.programs import DST_BASE, SRC_BASE, LayerTest
 
 
 @dataclass

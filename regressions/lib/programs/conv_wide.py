@@ -17,7 +17,7 @@ from compiler.codegen.conv_wide import BPE, emit_conv_wide
 from compiler.codegen.program import Cube
 from golden.config import HwConfig
 from golden.program import RegProgram
-from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, LayerTest
+from regressions.lib.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, LayerTest
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Single-layer tests of Winograd convolutions and of compressed conv weights (``regressions.programs``
+"""Single-layer tests of Winograd convolutions and of compressed conv weights (``regressions.lib.programs``
 style: a register program plus the memory image, run on ``golden.Dla`` or written as a trace).
 
 * ``program_winograd``: the reference's pre-transformed weights and the input in memory, the registers from
@@ -19,9 +19,9 @@ from compiler.codegen.winograd import BPE, emit_winograd, winograd_weight_bytes
 from golden.config import HwConfig
 from golden.program import RegProgram
 from golden.regs import UNITS
+from regressions.lib.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, LayerTest
 from regressions.lib.reference import conv_winograd as ref_wg
 from regressions.lib.reference import wcomp as ref_wcomp
-from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, LayerTest
 
 WMB_BASE = 0x8280_0000
 WGS_BASE = 0x82C0_0000

@@ -12,7 +12,7 @@ from golden.program import RegProgram
 from compiler.hwparams import PdpParams
 from golden.config import HwConfig
 from golden.regs import UNITS
-from regressions.programs import DST_BASE, PoolLayer, LayerTest, SdpLayer, packed_cube, program_sdp
+from regressions.lib.programs import DST_BASE, PoolLayer, LayerTest, SdpLayer, packed_cube, program_sdp
 
 #: Where SDP's own DMA would write were it not on the fly: away from the output, so a stray write is not
 #: mistaken for PDP's result (and shows up in neither CRC).

@@ -17,7 +17,7 @@ from compiler.codegen.sdp import stage_mem_use
 from compiler.codegen.sdp_fp16 import FP16_STAGES, emit_sdp_fp16
 from golden.config import HwConfig
 from golden.program import RegProgram
-from regressions.programs import DST_BASE, OPERAND_BASE, SRC_BASE, LayerTest
+from regressions.lib.programs import DST_BASE, OPERAND_BASE, SRC_BASE, LayerTest
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Single-layer tests of image (pixel) input convolutions and batched direct convolutions.
 
-Like ``regressions.programs``: a layer of mathematical parameters becomes a ``LayerTest`` (a register
+Like ``regressions.lib.programs``: a layer of mathematical parameters becomes a ``LayerTest`` (a register
 program plus the memory image) whose output SDP writes on the fly behind CACC. The registers come from the
 compiler's emitters (``compiler.codegen.conv_image``, ``compiler.codegen.conv_batch``); here live the pixel
 planes, the pre-extended weights and the batch layout in memory.
@@ -13,12 +13,12 @@ import numpy as np
 
 from compiler.codegen.conv import weight_fetch_bytes
 from compiler.codegen.conv_batch import emit_batch_conv
-from compiler.codegen.conv_image import FORMATS, emit_image_conv, image_formats
+from compiler.codegen.conv_image import FORMATS, emit_image_conv
 from compiler.codegen.pack import pack_dc_weights, pack_feature
 from compiler.hwparams import SdpParams
 from golden.config import HwConfig
 from golden.program import RegProgram
-from regressions.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, LayerTest, packed_cube, place_operands
+from regressions.lib.programs import DST_BASE, SRC_BASE, WEIGHT_BASE, LayerTest, packed_cube, place_operands
 
 #: Base of the chroma plane of semi-planar images.
 UV_BASE = 0x8080_0000

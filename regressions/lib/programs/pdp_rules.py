@@ -23,7 +23,7 @@ import numpy as np
 from golden import Dla
 from golden.config import HwConfig
 from golden.errors import ConfigError
-from regressions import programs
+from regressions.lib import programs
 from regressions.lib.reference import pdp as ref_pdp
 
 _POINTER = re.compile(r"NVDLA_(\w+)\.S_POINTER_0")
@@ -161,7 +161,7 @@ def write_case(hw: HwConfig, case: PdpCase, directory: Path) -> tuple[Path, str 
         refusal, outs = str(exc), [_alone(hw, layer, case.crop) for layer in case.layers]
     out = directory / case.name
     out.mkdir(parents=True, exist_ok=True)
-    lines = [f"// {case.name}: PDP rule of NVDLA's nv_small RTL (regressions/programs_pdp_rules.py)"]
+    lines = [f"// {case.name}: PDP rule of NVDLA's nv_small RTL (regressions/lib/programs/pdp_rules.py)"]
     for i, (program, writes, pdp_group) in enumerate(steps):
         for k, (addr, data) in enumerate(program.memory):
             write_dat(out / f"{case.name}_{i}_{k}.dat", data)

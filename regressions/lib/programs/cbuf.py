@@ -18,7 +18,7 @@ import numpy as np
 from golden.config import HwConfig
 from golden.dla import Dla
 from golden.errors import ConfigError
-from regressions.programs import SRC_BASE, WEIGHT_BASE, ConvLayer, program_conv
+from regressions.lib.programs import SRC_BASE, WEIGHT_BASE, ConvLayer, program_conv
 
 SKIP_WEIGHT_RLS, WEIGHT_REUSE, SKIP_DATA_RLS, DATA_REUSE = 1 << 28, 1 << 20, 1 << 24, 1 << 16
 #: Where operation B's buffers live: away from A's, so A's output is checked intact.
@@ -98,7 +98,7 @@ def write_case(hw: HwConfig, case: CbufCase, directory: Path) -> tuple[Path, str
 
     out = directory / case.name
     out.mkdir(parents=True, exist_ok=True)
-    lines = [f"// {case.name}: CBUF state between two convolutions (regressions/programs_cbuf.py)"]
+    lines = [f"// {case.name}: CBUF state between two convolutions (regressions/lib/programs/cbuf.py)"]
     for i, (addr, data) in enumerate(a.memory + b.memory):
         write_dat(out / f"{case.name}_{i}.dat", data)
         lines.append(f'mem_load(pri_mem, {addr:#x}, "{case.name}_{i}.dat");')
