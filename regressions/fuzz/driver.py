@@ -9,7 +9,8 @@ same seed gives the same examples, however far a run gets (``--examples N`` make
 A failure is shrunk by hypothesis, saved by ``regressions.fuzz.found`` (JSON + replayable trace) and its
 pair is not fuzzed further in this run. On a simulator target, properties naming the DUT in ``duts`` run on
 ``engines.RTL_CONFIG``: a batch of examples becomes traces checking golden's output CRC, all played in
-one simulation (``runtime.suite.run_batch``); a trace that fails is saved (no shrinking on RTL).
+one simulation (``runtime.suite.run_batch``); a trace that fails is saved (no shrinking on RTL), its trace
+checking the CRC of the DUT's config (``tb.duts.dut_config``), as its batch did.
 
 Exit status: 0 no failures, 1 failures, 2 usage or setup errors (one line on stderr); 130 after Ctrl-C and
 143 after SIGTERM (the table of what ran is printed first; simulations are stopped, none outlives the run).
@@ -250,12 +251,12 @@ class Run:
             self.progress(pairs)
 
     def fail(self, pair: Pair, exc: BaseException | str, example: Any, cseed: int | None,
-             extra: dict | None = None, found_at: float | None = None) -> None:
+             extra: dict | None = None, found_at: float | None = None, hw: HwConfig | None = None) -> None:
         pair.failed = True
         failure = Failure(pair.prop.name, pair.config, found_mod.first_line(exc), example, chunk_seed=cseed)
         if example is not None:
             failure.saved = found_mod.save(pair.prop, pair.config, example, exc, seed=self.o.seed,
-                                           found_dir=self.o.found_dir, extra=extra)
+                                           found_dir=self.o.found_dir, extra=extra, hw=hw)
         self.failures.append(failure)
         self.say(f"FAIL {pair.prop.name} on {pair.config}: {failure.error}")
         now = time.monotonic()
@@ -297,7 +298,7 @@ class Run:
                     golden_out = program.run(Dla(hw))
                     if golden_out != expected:  # golden itself is wrong: that is the failure
                         self.fail(pair, f"golden differs from the reference (RTL batch {index}, example {i})",
-                                  example, cseed)
+                                  example, cseed, hw=hw)
                         break
                     name = f"{i:03d}_{pair.prop.name}"
                     cfg = crc_trace(program, Path(tmp) / pair.config, name, golden_out)
@@ -311,7 +312,7 @@ class Run:
                             continue
                         if outcome.status != PASS:
                             self.fail(pair, f"RTL ({self.o.target}) differs from golden: {outcome.status} "
-                                      f"{outcome.detail}", example, cseed, extra={"target": self.o.target})
+                                      f"{outcome.detail}", example, cseed, extra={"target": self.o.target}, hw=hw)
                             break
             pair.seconds += time.monotonic() - t0
             pair.chunks += 1

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 import hypothesis
 
 from dlaio import write_atomic
-from golden.config import get_config
+from golden.config import HwConfig, get_config
 from regressions.fuzz.properties import Property
 
 #: The repository's collection (``--found-dir`` and the tests may point elsewhere).
@@ -63,9 +63,11 @@ def _dumps(data: dict) -> str:
 
 
 def save(prop: Property, config: str, example: Any, error: BaseException | str, seed: int | None = None,
-         found_dir: Path = FOUND_DIR, extra: dict | None = None) -> Path:
+         found_dir: Path = FOUND_DIR, extra: dict | None = None, hw: HwConfig | None = None) -> Path:
     """Write the JSON and (for properties with a register program) the replayable trace; returns the
-    JSON's path. Saving the same example twice rewrites the same files."""
+    JSON's path. Saving the same example twice rewrites the same files. ``hw`` is the config the trace's
+    CRC is computed with (default: the preset; a simulator failure passes its DUT's ``tb.duts.dut_config``,
+    the config its batch's traces were checked with)."""
     document = prop.to_json(example)
     stem = f"{config}-{short_hash(document)}"
     directory = Path(found_dir) / prop.name
@@ -74,7 +76,7 @@ def save(prop: Property, config: str, example: Any, error: BaseException | str, 
             "error": first_line(error), **(extra or {})}
     if prop.program is not None:
         try:
-            program, expected = prop.program(get_config(config), example)
+            program, expected = prop.program(get_config(config) if hw is None else hw, example)
             program.write_trace(directory / stem / config, prop.name, zlib.crc32(expected))
         except Exception as exc:  # the JSON is still worth keeping
             data["trace_error"] = first_line(exc)

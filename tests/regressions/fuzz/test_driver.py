@@ -174,3 +174,17 @@ def test_simulator_mismatch_is_saved_with_its_trace(capsys, monkeypatch, tmp_pat
     assert len(saved) == 1
     assert json.loads(saved[0].read_text())["target"] == "icarus"
     assert run_trace(str(saved[0].with_suffix("") / "nv_small" / "pdp.cfg"), "nv_small").status == "PASS"
+
+
+def test_a_simulator_failure_trace_carries_the_crc_of_its_dut(capsys, monkeypatch, tmp_path: Path) -> None:
+    """Seed 2's second pdp example averages pad values outside n*int8, where nv_small's pdp_average
+    ("nv_small_rtl") and our RTL's ("cmod") differ: the saved trace must check the CRC the DUT's batch was
+    checked with, not the preset's."""
+    batch, _ = fake_simulator(1, monkeypatch)
+    monkeypatch.setattr("runtime.suite.run_batch", batch)
+    code, _, _ = run(capsys, ["--target", "icarus", "--property", "pdp", "--seconds", "300", "--examples", "5",
+                              "--seed", "2", "--found-dir", str(tmp_path), "-q"])
+    assert code == 1
+    (saved,) = (tmp_path / "pdp").glob("nv_small-*.json")
+    assert json.loads(saved.read_text())["example"]["layer"]["method"] == "avg"
+    assert run_trace(str(saved.with_suffix("") / "nv_small" / "pdp.cfg"), "nv_small").status == "PASS"
