@@ -6,9 +6,11 @@ Tests marked ``slow`` (whole NVDLA suites on rtl/, waveform builds) are skipped 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
+from runtime.processes import descendants
 from tb.runner import SimulatorUnavailable, simulator_version
 
 
@@ -45,3 +47,15 @@ def make_build_root(tmp_path):
     """A private build root (for tests about building itself)."""
     return tmp_path / "sim"
 
+
+
+def simulators(pid: int) -> set[int]:
+    """The Icarus ``vvp`` processes below ``pid`` (the signal tests check none outlives its driver)."""
+    found = set()
+    for kid in descendants(pid):
+        try:
+            if Path(f"/proc/{kid}/comm").read_text().strip() == "vvp":
+                found.add(kid)
+        except OSError:  # gone meanwhile
+            pass
+    return found

@@ -15,7 +15,7 @@ import pytest
 
 from regressions.lib.fixture_dut import FIXTURE_DIR, copy_trace, fixture_header, write_trace
 from runtime.processes import wait_gone
-from tests.tb.conftest import available
+from tests.tb.conftest import available, simulators
 
 pytestmark = pytest.mark.skipif(not available("icarus"), reason="iverilog not installed")
 
@@ -43,25 +43,6 @@ def start(tmp_path: Path, filelist: Path, *args: str) -> subprocess.Popen:
            str(filelist), "--timeout-cycles", "2000000000", "--reset-idle-cycles", "8", "--json", "r.json", *args]
     return subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-
-
-def simulators(pid: int) -> set[int]:
-    """The ``vvp`` processes below ``pid``."""
-    out, todo = set(), [pid]
-    while todo:
-        for f in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
-            try:
-                kids = [int(x) for x in f.read_text().split()]
-            except OSError:
-                continue
-            todo += kids
-            for k in kids:
-                try:
-                    if Path(f"/proc/{k}/comm").read_text().strip() == "vvp":
-                        out.add(k)
-                except OSError:
-                    pass
-    return out
 
 
 def wait_for_simulators(proc: subprocess.Popen, n: int) -> set[int]:

@@ -14,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 from runtime.processes import wait_gone
-from tests.tb.conftest import available
+from tests.tb.conftest import available, simulators
 
 HANG_GUARD_S = 600
 
@@ -31,25 +31,6 @@ def wait_for_line(proc: subprocess.Popen, prefix: str) -> None:
         if line.startswith(prefix):
             return
     pytest.fail(f"no line starting {prefix!r}: {proc.communicate()}")
-
-
-def simulators(pid: int) -> set[int]:
-    """The ``vvp`` processes below ``pid``."""
-    out, todo = set(), [pid]
-    while todo:
-        for f in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
-            try:
-                kids = [int(x) for x in f.read_text().split()]
-            except OSError:
-                continue
-            todo += kids
-            for k in kids:
-                try:
-                    if Path(f"/proc/{k}/comm").read_text().strip() == "vvp":
-                        out.add(k)
-                except OSError:
-                    pass
-    return out
 
 
 def wait_for_simulator(proc: subprocess.Popen) -> set[int]:
