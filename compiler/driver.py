@@ -1,6 +1,6 @@
 """``compile_model``: model file -> loadable, through the pass pipeline.
 
-canonicalize -> fold_affine -> calibrate -> lower -> quantize -> partition -> split_conv -> memplan -> emit
+canonicalize -> fold_shuffle -> fold_affine -> calibrate -> lower -> quantize -> partition -> split_conv -> memplan -> emit
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from compiler.passes import CompileContext, PassManager
 from compiler.passes.calibrate import calibrate
 from compiler.passes.canonicalize import canonicalize
 from compiler.passes.fold_affine import fold_affine
+from compiler.passes.fold_shuffle import fold_shuffle
 from compiler.passes.lower import lower
 from compiler.passes.memplan import memplan
 from compiler.passes.partition import partition
@@ -37,6 +38,7 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".pgm", ".ppm", ".bmp")
 
 PIPELINE = [
     ("canonicalize", canonicalize),
+    ("fold_shuffle", fold_shuffle),
     ("fold_affine", fold_affine),
     ("calibrate", calibrate),
     ("lower", lower),

@@ -26,6 +26,7 @@ Split                     [x] -> several outputs; axis, split (sizes)
 Slice                     [x]; axis, start, end (one output)
 Flatten                   [x]; axis (output is 2-D)
 Reshape                   [x]; shape (concrete, same element count)
+Transpose                 [x]; perm (axis 0, the batch, stays first)
 Identity                  [x] (Dropout, Caffe Split)
 LRN                       [x]; size, alpha, beta, bias (ONNX: x / (bias + alpha/size * sum x^2)^beta)
 Softmax                   [x]; axis

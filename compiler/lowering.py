@@ -19,7 +19,8 @@ from golden.engines.pdp import MAX_KERNEL
 SLOTS = {"affine": 0, "relu1": 1, "eltwise": 2, "act2": 3, "lut": 4}
 CDP_WINDOWS = (3, 5, 7, 9)
 #: CPU ops that only move int8 values: their inputs and outputs share one scale, so they are exact.
-SAME_SCALE_CPU = ("Concat", "Slice", "Split", "Flatten", "Reshape", "MaxPool", "GlobalMaxPool", "Identity")
+SAME_SCALE_CPU = ("Concat", "Slice", "Split", "Flatten", "Reshape", "Transpose", "MaxPool", "GlobalMaxPool",
+                  "Identity")
 MAX_PDP_STRIDE = 16
 MAX_PDP_PAD = 7
 
@@ -339,37 +340,61 @@ def _lower_conv(g: Graph, n: Node, ctx: CompileContext) -> list[Node]:
     return pre + [conv]
 
 
+def _pool_passes(size: int, pad_ok: bool) -> list[tuple[int, int]] | None:
+    """(kernel, bottom/right pad) of each PDP pass averaging or maxing ``size`` values down to one: one pass
+    up to PDP's kernel limit, else a k1-window pass with stride k1 and then the rest. A size with no divisor in
+    range (13) pads the first pass up to a multiple (``pad_ok``: averages count the zero padding, and the
+    last pass's reciprocal undoes the larger divisor)."""
+    if size <= MAX_KERNEL:
+        return [(size, 0)]
+    best = None
+    for k1 in range(MAX_KERNEL, 1, -1):  # ties: the larger first window (a smaller partial map)
+        n2 = -(-size // k1)
+        pad = n2 * k1 - size
+        if n2 > MAX_KERNEL or pad > min(MAX_PDP_PAD, k1 - 1) or (pad and not pad_ok):
+            continue
+        if best is None or pad < best[0][1]:
+            best = [(k1, pad), (n2, 0)]
+    return best
+
+
+def _global_pool(g: Graph, n: Node, c: int, h: int, w: int) -> list[Node] | None:
+    """Global max/average pooling on PDP in one pass, or two (``_pool_passes``) for maps beyond PDP's 8x8
+    window. ``gain`` (padded area / true area) tells quantize to fold the padding's share into the reciprocal."""
+    method = "max" if n.op == "GlobalMaxPool" else "avg"
+    ph, pw = _pool_passes(h, method == "avg"), _pool_passes(w, method == "avg")
+    if ph is None or pw is None:
+        return None
+    if len(ph) < len(pw):
+        ph = ph + [(1, 0)]
+    if len(pw) < len(ph):
+        pw = pw + [(1, 0)]
+    area = 1
+    for (kh, pad_h), (kw, pad_w) in zip(ph, pw):
+        area *= kh * kw
+    ops, x = [], n.inputs[0]
+    for i, ((kh, pad_h), (kw, pad_w)) in enumerate(zip(ph, pw)):
+        last = i == len(ph) - 1
+        out = n.outputs[0] if last else g.fresh(f"{n.name}_partial")
+        _, _, ih, iw = g.shapes[x]
+        if not last:
+            g.shapes[out] = (1, c, (ih + pad_h) // kh, (iw + pad_w) // kw)
+        attrs = {"method": method, "kernel": (kh, kw), "stride": (kh, kw), "pads": (0, 0, pad_h, pad_w),
+                 "layers": [n.name]}
+        if not last:
+            attrs["amax_like"] = n.inputs[0]
+        elif area != h * w:
+            attrs["gain"] = area / (h * w)
+        ops.append(Node(n.name if last else g.fresh(f"{n.name}_{i + 1}"), "dla.pdp", [x], [out], attrs))
+        x = out
+    return ops
+
+
 def _lower_pool(g: Graph, n: Node) -> list[Node] | None:
     x = n.inputs[0]
     _, c, h, w = g.shapes[x]
-    if n.op == "GlobalAveragePool":
-        # A conv whose kernel covers the map with 1/(H*W) on the channel diagonal: exact int32 sums and a
-        # saturating SDP requantization at full int8 precision (PDP would keep the input's scale or wrap).
-        # split_conv runs it one channel atom at a time, so the kernel stays small.
-        w_avg = np.zeros((c, c, h, w))
-        w_avg[np.arange(c), np.arange(c)] = 1.0 / (h * w)
-        post = [Affine(np.ones(c), np.zeros(c), slot=0)]
-        return [Node(n.name, "dla.conv", [x], list(n.outputs),
-                     {"stride": (1, 1), "dilation": (1, 1), "pads": (0, 0, 0, 0), "weight": w_avg, "post": post,
-                      "layers": [n.name]})]
     if n.op.startswith("Global"):
-        method = "max" if n.op == "GlobalMaxPool" else "avg"
-        if h <= MAX_KERNEL and w <= MAX_KERNEL:
-            return [Node(n.name, "dla.pdp", [x], list(n.outputs),
-                         {"method": method, "kernel": (h, w), "stride": (h, w), "pads": (0, 0, 0, 0), "layers": [n.name]})]
-        # Two PDP passes: k1 x k1 pooling with stride k1, then the rest (exact for max, two roundings for avg).
-        k1h = next((d for d in range(2, MAX_KERNEL + 1) if h % d == 0 and h // d <= MAX_KERNEL), None)
-        k1w = next((d for d in range(2, MAX_KERNEL + 1) if w % d == 0 and w // d <= MAX_KERNEL), None)
-        if k1h is None or k1w is None:
-            return None
-        mid = g.fresh(f"{n.name}_partial")
-        g.shapes[mid] = (1, c, h // k1h, w // k1w)
-        return [Node(g.fresh(f"{n.name}_1"), "dla.pdp", [x], [mid],
-                     {"method": method, "kernel": (k1h, k1w), "stride": (k1h, k1w), "pads": (0, 0, 0, 0),
-                      "layers": [n.name], "amax_like": x}),
-                Node(n.name, "dla.pdp", [mid], list(n.outputs),
-                     {"method": method, "kernel": (h // k1h, w // k1w), "stride": (h // k1h, w // k1w),
-                      "pads": (0, 0, 0, 0), "layers": [n.name]})]
+        return _global_pool(g, n, c, h, w)
     kh, kw = n.attrs["kernel"]
     sy, sx = n.attrs["strides"]
     pads = tuple(n.attrs["pads"])

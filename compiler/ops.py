@@ -51,6 +51,7 @@ _define(("Split",), shapes.split, lowering.lower_slice)
 _define(("Slice",), shapes.slice_, lowering.lower_slice)
 _define(("Flatten",), shapes.flatten, lowering.lower_reshape)
 _define(("Reshape",), shapes.reshape, lowering.lower_reshape)
+_define(("Transpose",), shapes.transpose)  # channel shuffles are folded away by canonicalize; the rest: CPU
 
 
 def infer_shapes(g: Graph, ops: Iterable[Node] | None = None) -> Graph:

@@ -151,6 +151,15 @@ def flatten(g: Graph, n: Node, s: list[Shape]) -> list[Shape]:
     return [(math.prod(x[:axis]), math.prod(x[axis:]))]  # exact: int64 would wrap a huge cube to negative
 
 
+def transpose(g: Graph, n: Node, s: list[Shape]) -> list[Shape]:
+    perm = tuple(int(v) for v in n.attrs["perm"])
+    if sorted(perm) != list(range(len(s[0]))):
+        raise g.error(n, f"perm {list(perm)} is not a permutation of the {len(s[0])} axes")
+    if perm[0] != 0:
+        raise g.error(n, f"perm {list(perm)} moves the batch axis; only permutations keeping axis 0 are supported")
+    return [tuple(s[0][i] for i in perm)]
+
+
 def reshape(g: Graph, n: Node, s: list[Shape]) -> list[Shape]:
     shape = tuple(int(v) for v in n.attrs["shape"])
     if math.prod(shape) != math.prod(s[0]):

@@ -236,6 +236,12 @@ def _flatten(xs: list[np.ndarray], a: dict[str, Any]) -> list[np.ndarray]:
     return [x.reshape(int(np.prod(x.shape[:axis], dtype=np.int64)), -1)]
 
 
+@kernel("Transpose")
+def _transpose(xs: list[np.ndarray], a: dict[str, Any]) -> list[np.ndarray]:
+    """Axis permutation; the batch axis stays first (``perm[0] == 0``), so a calibration batch transposes too."""
+    return [np.transpose(xs[0], tuple(int(v) for v in a["perm"]))]
+
+
 @kernel("Reshape")
 def _reshape(xs: list[np.ndarray], a: dict[str, Any]) -> list[np.ndarray]:
     """The IR shape has batch 1 baked in; a calibration batch of N reshapes to (N, *shape[1:])."""

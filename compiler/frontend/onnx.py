@@ -133,6 +133,8 @@ class _Importer:
         self._current: tuple[str, str] = ("", "")  # (IR name, ONNX op) of the node being converted
         self._named = False  # whether an IR node already took the current ONNX node's name
         self._input_shapes: dict[str, Shape] = {}
+        #: tensors some node or the graph output reads (an optional output nobody reads can be dropped)
+        self.read: set[str] = {t for n in gr.node for t in n.input} | {t.name for t in gr.output}
 
     # ---- naming -----------------------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -490,8 +492,10 @@ def _unary(im: _Importer, node: onnx.NodeProto, name: str) -> None:
 
 @_converts("Dropout", "Identity")
 def _identity(im: _Importer, node: onnx.NodeProto, name: str) -> None:
-    if len(node.output) > 1 and node.output[1]:
-        raise im.err(node, "the mask output is not supported")
+    """Inference Dropout is the identity; its mask output (opset 7-11 exporters write one) is all ones, and
+    only refused when something reads it."""
+    if len(node.output) > 1 and node.output[1] in im.read:
+        raise im.err(node, f"the mask output {node.output[1]!r} is read; only the data output is supported")
     im.emit("Identity", [node.input[0]], [node.output[0]])
 
 
@@ -706,6 +710,13 @@ def _axes(im: _Importer, node: onnx.NodeProto) -> list[int] | None:
         return None
     axes = _attrs(node).get("axes")
     return None if axes is None else [int(v) for v in axes]
+
+
+@_converts("Transpose")
+def _transpose(im: _Importer, node: onnx.NodeProto, name: str) -> None:
+    rank = len(im.shape(node, node.input[0]))
+    perm = [int(v) for v in _attrs(node).get("perm", list(range(rank))[::-1])]
+    im.emit("Transpose", [node.input[0]], [node.output[0]], dict(perm=tuple(perm)))
 
 
 @_converts("Squeeze")

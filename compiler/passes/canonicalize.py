@@ -1,4 +1,4 @@
-"""Canonicalize: drop identities, merge chained per-channel affines, make every tensor single-producer."""
+"""Canonicalize: drop identities, name flattening reshapes Flatten, merge chained per-channel affines."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,6 +10,10 @@ from compiler.passes import CompileContext
 def _vec(g: Graph, name: str, c: int) -> np.ndarray:
     v = g.consts[name].astype(np.float64).ravel()
     return np.full(c, v[0]) if v.size == 1 else v
+
+
+def _is_flatten(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
+    return len(src) > 2 and len(dst) == 2 and dst[0] == src[0] and dst[1] == int(np.prod(src[1:]))
 
 
 def canonicalize(g: Graph, ctx: CompileContext) -> Graph:
@@ -25,6 +29,11 @@ def canonicalize(g: Graph, ctx: CompileContext) -> Graph:
                 g.replace_uses(src, dst)
             else:
                 g.replace_uses(dst, src)
+    # Reshape (N, C, H, W) -> (N, C*H*W), the exporters' flatten before a Gemm, is Flatten(axis 1): lowering then
+    # sees the cube and runs the Gemm as an H x W conv over C channels.
+    for n in g.nodes:
+        if n.op == "Reshape" and _is_flatten(g.shapes[n.inputs[0]], g.shapes[n.outputs[0]]):
+            n.op, n.attrs = "Flatten", {"axis": 1}
     # ChannelAffine(ChannelAffine(x)) -> one ChannelAffine, when the inner result has no other use.
     changed = True
     while changed:

@@ -288,7 +288,8 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
         n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, hw, g.where(n))
     elif n.op == "dla.pdp":
         kh, kw = n.attrs["kernel"]
-        rw, rh = pool_reciprocals(kh, kw, scales[n.inputs[0]] / scales[n.outputs[0]])
+        gain = float(n.attrs.get("gain", 1.0))  # a padded multi-pass global average (lowering._global_pool)
+        rw, rh = pool_reciprocals(kh, kw, gain * scales[n.inputs[0]] / scales[n.outputs[0]])
         n.attrs["pdp"] = PdpParams(n.attrs["method"], (kh, kw), tuple(n.attrs["stride"]), tuple(n.attrs["pads"]),
                                    recip_w=rw, recip_h=rh)
     elif n.op == "dla.cdp":

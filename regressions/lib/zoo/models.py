@@ -51,13 +51,15 @@ class NetBuilder:
     """Appends ONNX nodes and, for each, computes its output on a calibration batch with the float kernels, so
     later layers (BN statistics, the classifier) can be fitted to the activations the network really has."""
 
-    def __init__(self, name: str, seed: int, shape: tuple[int, int, int]) -> None:
+    def __init__(self, name: str, seed: int, shape: tuple[int, int, int], batch: int = CALIBRATION,
+                 opset: int = OPSET) -> None:
         self.name = name
+        self.opset = opset
         self.rng = np.random.default_rng(seed)
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self.shape = shape
-        self.acts: dict[str, np.ndarray] = {"data": self.rng.standard_normal((CALIBRATION, *shape))}
+        self.acts: dict[str, np.ndarray] = {"data": self.rng.standard_normal((batch, *shape))}
         self._count: dict[str, int] = {}
 
     # ---- plumbing ---------------------------------------------------------------------------------------
@@ -230,7 +232,7 @@ class NetBuilder:
             [helper.make_tensor_value_info("data", TensorProto.FLOAT, [1, *self.shape])],
             [helper.make_tensor_value_info(output, TensorProto.FLOAT, [1, *n_out])],
             self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                   producer_name="dla-coverify zoo")
         model.ir_version = 8  # readable by every onnx >= 1.10 and by our Caffe converter's protobuf
         onnx.checker.check_model(model)
