@@ -53,7 +53,8 @@ def _channel(v: np.ndarray, ndim: int) -> np.ndarray:
 
 def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: tuple[int, int],
            pads: tuple[int, int, int, int], dilations: tuple[int, int], group: int) -> np.ndarray:
-    """Grouped, dilated 2-D convolution as im2col + one batched matmul over the groups."""
+    """Grouped, dilated 2-D convolution as im2col + one batched matmul over the groups (in the input's dtype:
+    float64 for the reference, float32 for calibration)."""
     xp = pad2d(x, pads)
     n, c = xp.shape[:2]
     k, cg, kh, kw = w.shape
@@ -63,11 +64,11 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: tuple[in
     cols = (win.reshape(n, g, cg, oh, ow, kh, kw)
             .transpose(1, 0, 3, 4, 2, 5, 6)
             .reshape(g, n * oh * ow, cg * kh * kw))
-    wm = w.reshape(g, k // g, cg * kh * kw).transpose(0, 2, 1)
+    wm = w.reshape(g, k // g, cg * kh * kw).transpose(0, 2, 1).astype(cols.dtype, copy=False)
     y = np.matmul(cols, wm)  # (G, N*OH*OW, K/G)
     y = y.reshape(g, n, oh, ow, k // g).transpose(1, 0, 4, 2, 3).reshape(n, k, oh, ow)
     if b is not None:
-        y = y + _channel(b, 4)
+        y = y + _channel(b, 4).astype(y.dtype, copy=False)
     return y
 
 
@@ -180,7 +181,7 @@ def _clip(xs: list[np.ndarray], a: dict[str, Any]) -> list[np.ndarray]:
 @kernel("PRelu")
 def _prelu(xs: list[np.ndarray], a: dict[str, Any]) -> list[np.ndarray]:
     x = xs[0]
-    return [np.where(x >= 0, x, x * _channel(xs[1], x.ndim))]
+    return [np.where(x >= 0, x, x * _channel(xs[1], x.ndim).astype(x.dtype, copy=False))]
 
 
 @kernel("LeakyRelu")
@@ -192,7 +193,8 @@ def _leaky_relu(xs: list[np.ndarray], a: dict[str, Any]) -> list[np.ndarray]:
 @kernel("ChannelAffine")
 def _channel_affine(xs: list[np.ndarray], a: dict[str, Any]) -> list[np.ndarray]:
     x = xs[0]
-    return [x * _channel(xs[1], x.ndim) + _channel(xs[2], x.ndim)]
+    dt = x.dtype
+    return [x * _channel(xs[1], x.ndim).astype(dt, copy=False) + _channel(xs[2], x.ndim).astype(dt, copy=False)]
 
 
 @kernel("Add")
