@@ -18,6 +18,7 @@ from compiler.passes.split_conv import cbuf_reuse
 from compiler.passes.memplan import (
     ALIGN, REGION_INPUT, REGION_OUTPUT, REGION_SCRATCH, REGION_WEIGHTS, MemoryPlan, align,
 )
+from golden.errors import RegisterError
 from golden.intr import done_bit
 from golden.regs import register_map
 from loadable import loadable_pb2 as pb
@@ -199,7 +200,10 @@ def emit_loadable(g: Graph, ctx: CompileContext, *, source: str = "") -> pb.Load
         for d in sorted(deps - set(task.deps)):
             task.deps.append(d)
         if n.op.startswith("dla."):
-            task.dla.ops.extend(_ops_for(g, n, ctx, weights))
+            try:
+                task.dla.ops.extend(_ops_for(g, n, ctx, weights))
+            except RegisterError as exc:  # a value beyond its register field: the layer is too big for it
+                raise g.error(n, f"does not fit the hardware: {exc}") from None
         else:
             if any(t in g.consts for t in n.inputs):
                 raise g.error(n, "this op on the CPU with constant inputs is not supported")

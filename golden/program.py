@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Union
 
 from golden.config import HwConfig
+from golden.errors import RegisterError
 from golden.regs import UNITS, Register
 
 __all__ = ["Loc", "RegProgram", "RegWrite", "loc_add"]
@@ -53,6 +54,22 @@ def _register(name: str) -> Register:
     return UNITS[unit.removeprefix("NVDLA_")].register(reg)
 
 
+def _check_whole(reg, value: int) -> None:
+    """A whole-register value must fit the register's fields: a layer dimension beyond DATAIN_CHANNEL's 13 bits
+    would otherwise be cut to its low bits and run a different layer. A negative value must fit the register's
+    one (signed) field."""
+    if value < 0:
+        if len(reg.fields) == 1:
+            reg.fields[0].encode(value)
+        return
+    mask = 0
+    for f in reg.fields:
+        mask |= f.mask
+    if value & ~mask:
+        names = ", ".join(f"{f.name}[{f.msb}:{f.lsb}]" for f in reg.fields)
+        raise RegisterError(f"value {value} does not fit {reg.unit}.{reg.name} ({names})")
+
+
 @dataclass
 class RegProgram:
     """Ordered register writes for ``hw`` (emitters read its sizes)."""
@@ -68,6 +85,8 @@ class RegProgram:
     def reg(self, unit: str, register: str, value: int = 0, **fields: int | str) -> None:
         """Write ``value`` OR the encoded fields (enum names allowed) to UNIT.REGISTER."""
         reg = UNITS[unit].register(register)
+        if value:
+            _check_whole(reg, value)
         self.writes.append(RegWrite(reg, (value & 0xFFFFFFFF) | (reg.encode(**fields) if fields else 0)))
 
     def addr(self, unit: str, register: str, loc: Loc) -> None:
