@@ -1,6 +1,6 @@
 """``compile_model``: model file -> loadable, through the pass pipeline.
 
-canonicalize -> fold_shuffle -> fold_affine -> calibrate -> lower -> quantize -> partition -> split_conv -> memplan -> emit
+canonicalize -> fold_shuffle -> fold_affine -> split_channels -> calibrate -> lower -> quantize -> partition -> split_conv -> memplan -> emit
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from compiler.passes.calibrate import calibrate
 from compiler.passes.canonicalize import canonicalize
 from compiler.passes.fold_affine import fold_affine
 from compiler.passes.fold_shuffle import fold_shuffle
+from compiler.passes.split_channels import split_channels
 from compiler.passes.lower import lower
 from compiler.passes.memplan import memplan
 from compiler.passes.partition import partition
@@ -40,6 +41,7 @@ PIPELINE = [
     ("canonicalize", canonicalize),
     ("fold_shuffle", fold_shuffle),
     ("fold_affine", fold_affine),
+    ("split_channels", split_channels),
     ("calibrate", calibrate),
     ("lower", lower),
     ("quantize", quantize),

@@ -184,3 +184,50 @@ def test_transpose_of_the_batch_axis_is_refused() -> None:
                [8, 1, 4, 4])
     with pytest.raises(CompileError, match="moves the batch axis"):
         onnx_frontend.load(m)
+
+
+# ---- input-channel (K-reduction) splitting ------------------------------------------------------------------
+def _fc_model(c: int, side: int, k: int, seed: int = 123, relu_in: bool = True) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+    w = (rng.standard_normal((k, c * side * side)) / np.sqrt(c * side * side)).astype(np.float32)
+    inits = {"w": w, "b": rng.normal(0, 0.1, k).astype(np.float32), "s": np.array([1, -1], dtype=np.int64)}
+    nodes = [helper.make_node("Relu" if relu_in else "Identity", ["x"], ["r"]),
+             helper.make_node("Reshape", ["r", "s"], ["f"]),
+             helper.make_node("Gemm", ["f", "w", "b"], ["z"], transB=1), helper.make_node("Relu", ["z"], ["y"])]
+    return _model(nodes, inits, [1, c, side, side], "y", [1, k])
+
+
+def test_fc_too_large_for_the_cbuf_is_split_over_input_channels() -> None:
+    """VGG's FC6 shape scaled down: a 7x7 conv over 512 channels, whose 8-kernel group needs 200 KB of nv_small's
+    128 KB CBUF, runs as two 256-channel convs, the second adding the first's int8 partial sum."""
+    m = _fc_model(512, 7, 64)
+    logs: list[str] = []
+    g = onnx_frontend.load(m)
+    ld, lowered, _ = compile_graph(g, "nv_small", calib_inputs=random_inputs(g, 8, seed=3), log=logs.append)
+    assert any("512 input channels in 2 slices of 256" in line for line in logs)
+    convs = [n for n in lowered.nodes if n.op == "dla.conv"]
+    assert [n.attrs["weight"].shape for n in convs] == [(64, 256, 7, 7)] * 2
+    assert [type(p).__name__ for p in convs[1].attrs["post"]] == ["Affine", "Eltwise"]
+    assert _cosine_vs_float(m, ld) > 0.999
+
+
+def test_more_channels_than_datain_channel_counts_are_split() -> None:
+    """9216 channels fit nv_full's CBUF as one line but not DATAIN_CHANNEL's 13 bits."""
+    m = _fc_model(9216, 1, 32, relu_in=False)  # (an SDP over 9216 channels would overflow its CHANNEL field)
+    ld, lowered, _ = _compile(m, "nv_full")
+    widths = [n.attrs["weight"].shape[1] for n in lowered.nodes if n.op == "dla.conv"]
+    assert len(widths) == 2 and sum(widths) == 9216 and max(widths) <= 8192
+    assert _cosine_vs_float(m, ld) > 0.999
+
+
+def test_a_conv_no_channel_slice_fits_is_refused_before_calibration() -> None:
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((8, 8, 64, 64)) / 512).astype(np.float32)
+    m = _model([helper.make_node("Conv", ["x", "w"], ["y"], name="huge")], {"w": w}, [1, 8, 64, 64], "y",
+               [1, 8, 1, 1])
+    g = onnx_frontend.load(m)
+    logs: list[str] = []
+    with pytest.raises(CompileError, match=r"'huge' \(Conv\): even one 8-channel slice of its 8 64x64 kernels does "
+                                           r"not fit the 32-bank CBUF of nv_small"):
+        compile_graph(g, "nv_small", calib_inputs=random_inputs(g, 2), log=logs.append)
+    assert not any("calibrating" in line for line in logs)
