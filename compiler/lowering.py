@@ -100,7 +100,10 @@ class Lowering:
     nodes: list[Node]
     out: list[Node] = field(default_factory=list)
     absorbed: set[str] = field(default_factory=set)
-    placed_in_concat: set[str] = field(default_factory=set)
+    families: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.families = concat_families(self.g, self.ctx.hw.atom_elements())
 
     def emit(self, node: Node) -> Node:
         self.out.append(node)
@@ -187,12 +190,15 @@ def lower_lrn(lw: Lowering, n: Node) -> bool:
 
 
 def lower_concat(lw: Lowering, n: Node) -> bool:
-    """A channel concat whose inputs can be written in place: a view, no copy."""
-    g = lw.g
-    if not (lw.cube_ok(n) and _concat_in_place(g, n, lw.ctx.hw.atom_elements(), lw.nodes, lw.placed_in_concat)):
+    """A channel concat whose inputs can be written in place (``concat_families``): a view, no copy. A concat
+    inside a bigger one of its family records where (``within``: the bigger one's output, channel offset)."""
+    if not (lw.cube_ok(n) and n.name in lw.families):
         return False
-    lw.placed_in_concat.update(n.inputs)
-    lw.emit(Node(n.name, "view.concat", list(n.inputs), list(n.outputs), {"layers": [n.name]}))
+    root, offset = lw.families[n.name]
+    attrs: dict = {"layers": [n.name]}
+    if root != n.outputs[0]:
+        attrs["within"] = (root, offset)
+    lw.emit(Node(n.name, "view.concat", list(n.inputs), list(n.outputs), attrs))
     return True
 
 
@@ -241,22 +247,47 @@ _COMPUTE_OPS = ("Conv", "Gemm", "ConvTranspose", "MaxPool", "AveragePool", "Glob
                 "LRN", "Relu", "Clip", "PRelu", "LeakyRelu", "ChannelAffine", "Add", "Max", "Mul", "Sigmoid", "Tanh")
 
 
-def _concat_in_place(g: Graph, n: Node, atom: int, nodes: list[Node], taken: set[str]) -> bool:
-    """Channel concat without a copy: every input starts on an atom boundary of the output, is written by
-    a compute op (so its producer can write straight into the concat buffer) and is in no other concat."""
-    if int(n.attrs.get("axis", 1)) % 4 != 1 or len(g.shapes[n.outputs[0]]) != 4:
-        return False
-    if len(set(n.inputs)) != len(n.inputs):
-        return False
-    offset = 0
-    for t in n.inputs:
-        prod = g.producer(t)
-        if offset % atom or prod is None or prod.op not in _COMPUTE_OPS or t in taken or t in g.outputs:
-            return False
-        if any(c.op == "Concat" and c is not n for c in g.consumers(t)):
-            return False
-        offset += g.shapes[t][1]
-    return True
+def _within(small: Node, big: Node) -> int | None:
+    """Index in ``big.inputs`` where ``small.inputs`` occur as a contiguous run, or None."""
+    first = small.inputs[0]
+    for i, t in enumerate(big.inputs):
+        if t == first and big.inputs[i:i + len(small.inputs)] == small.inputs:
+            return i
+    return None
+
+
+def concat_families(g: Graph, atom: int) -> dict[str, tuple[str, int]]:
+    """Channel concats that can be views, grouped into families sharing one buffer: concat node name ->
+    (output tensor of the family's biggest concat, channel offset in it).
+
+    A family is a biggest concat R and every concat whose inputs are a contiguous run of R's (DenseNet: layer
+    l reads Concat(f0..f(l-1)), the block ends with Concat(f0..fL)). Each input is then written once, by its
+    producer, at its channel offset in R's buffer, and every smaller concat is a channel range of it. The
+    family is in place only if every input starts on a memory atom of R, is written by a compute op (so the
+    producer can write there), appears once, is no graph output and is in no concat outside the family."""
+    cats = [n for n in g.nodes if n.op == "Concat" and int(n.attrs.get("axis", 1)) % 4 == 1
+            and len(g.shapes[n.outputs[0]]) == 4 and len(set(n.inputs)) == len(n.inputs)]
+    roots = []
+    for b in cats:
+        bigger = [c for c in cats if c is not b and _within(b, c) is not None
+                  and (len(c.inputs) > len(b.inputs) or cats.index(c) < cats.index(b))]
+        if not bigger:
+            roots.append(b)
+    families: dict[str, tuple[str, int]] = {}
+    for r in roots:
+        offsets, off = {}, 0
+        for t in r.inputs:
+            offsets[t] = off
+            off += g.shapes[t][1]
+        members = [a for a in cats if _within(a, r) is not None]
+        ok = all(offsets[t] % atom == 0 and t not in g.outputs
+                 and (p := g.producer(t)) is not None and p.op in _COMPUTE_OPS for t in r.inputs)
+        names = {a.name for a in members}
+        ok = ok and all(c.name in names for t in r.inputs for c in g.consumers(t) if c.op == "Concat")
+        if ok and not any(a.name in families for a in members):
+            for a in members:
+                families[a.name] = (r.outputs[0], offsets[a.inputs[0]])
+    return families
 
 
 def _slice_in_place(g: Graph, n: Node, atom: int) -> bool:

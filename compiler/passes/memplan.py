@@ -1,7 +1,7 @@
 """Memory planning: where every activation lives, with liveness-based reuse of scratch memory.
 
-Views make tensors share a buffer (a concat's inputs are written straight into it; a slice reads inside
-its source). Each remaining buffer is placed in the INPUT, OUTPUT or SCRATCH region; scratch buffers
+Views make tensors share a buffer (a concat's inputs are written straight into it; a concat inside a bigger
+one of its family is a channel range of the bigger one's buffer; a slice reads inside its source). Each remaining buffer is placed in the INPUT, OUTPUT or SCRATCH region; scratch buffers
 whose lifetimes (first write .. last read, in execution order) do not overlap share addresses (greedy
 best-fit by size). The plan reports the scratch peak against the sum of all scratch buffers.
 """
@@ -74,7 +74,11 @@ def memplan(g: Graph, ctx: CompileContext) -> Graph:
     # Views: child -> (parent, byte offset).
     parent: dict[str, tuple[str, int]] = {}
     for n in g.nodes:
-        if n.op == "view.concat":
+        if n.op == "view.concat" and "within" in n.attrs:  # a channel range of its family's biggest concat
+            big, channels = n.attrs["within"]
+            _, h, w = fold_cube(g.shapes[big])
+            parent[n.outputs[0]] = (big, channels // atom * h * w * atom)
+        elif n.op == "view.concat":
             out = n.outputs[0]
             _, h, w = fold_cube(g.shapes[out])
             surf = h * w * atom

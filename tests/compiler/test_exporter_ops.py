@@ -231,3 +231,43 @@ def test_a_conv_no_channel_slice_fits_is_refused_before_calibration() -> None:
                                            r"not fit the 32-bank CBUF of nv_small"):
         compile_graph(g, "nv_small", calib_inputs=random_inputs(g, 2), log=logs.append)
     assert not any("calibrating" in line for line in logs)
+
+
+# ---- DenseNet concats ---------------------------------------------------------------------------------------
+def _dense_block(layers: int) -> onnx.ModelProto:
+    from regressions.lib.zoo.imagenet import ExportBuilder
+
+    nb = ExportBuilder("block", 0, 16, 0.25)
+    x = nb.relu(nb.bn(nb.conv("data", 16, 3, 1, 1, bias=False)))
+    feats = [x]
+    for _ in range(layers):
+        inp = feats[0] if len(feats) == 1 else nb.concat(feats)
+        y = nb.conv(nb.relu(nb.bn(inp)), 16, 1, bias=False)
+        feats.append(nb.conv(nb.relu(nb.bn(y)), 8, 3, 1, 1, bias=False))
+    return nb.model(nb.relu(nb.bn(nb.concat(feats))))
+
+
+def test_densenet_concats_share_one_buffer() -> None:
+    """Every layer of a dense block reads the Concat of all earlier maps (one map feeds several concats): the
+    whole family is views of the block's last concat, each map written once at its channel offset."""
+    m = _dense_block(3)
+    g = onnx_frontend.load(m)
+    ld, lowered, ctx = compile_graph(g, "nv_small", calib_inputs=random_inputs(g, 4, seed=3))
+    ops = _ops(lowered)
+    assert "cpu.Concat" not in ops and ops.count("view.concat") == 3
+    last = [n for n in lowered.nodes if n.op == "view.concat"][-1]
+    assert "within" not in last.attrs
+    plan = ctx.plan
+    root = plan.placements[last.outputs[0]]
+    channel = 0
+    for t in last.inputs:  # each map sits at its channel offset of the block buffer
+        assert plan.placements[t].offset == root.offset + channel // 8 * root.surface_stride
+        channel += g.shapes[t][1]
+    for n in lowered.nodes:
+        if n.op == "view.concat" and n is not last:
+            assert plan.placements[n.outputs[0]].offset == root.offset  # a prefix of the block buffer
+    net = Network(ld)
+    x = np.random.default_rng(5).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    got = net.run({"data": x})[net.outputs[0]]
+    ref = np.concatenate([session(m).run(None, {"data": x[i:i + 1]})[0] for i in range(2)])
+    assert float((got * ref).sum() / np.linalg.norm(got) / np.linalg.norm(ref)) > 0.99

@@ -32,8 +32,9 @@ class ExportBuilder(NetBuilder):
         self.width = width
 
     def ch(self, c: int) -> int:
-        """A channel count scaled by ``width`` (at least 1; multiples of ``step`` stay multiples)."""
-        return max(1, int(round(c * self.width)))
+        """A channel count scaled by ``width``, in multiples of 8 (the published counts are: scaled ones stay
+        on nv_small's memory atom, so a reduced network keeps the full one's zero-copy concats)."""
+        return c if self.width == 1.0 else max(8, int(round(c * self.width / 8)) * 8)
 
     def conv_relu(self, x: str, k: int, kernel: int, stride: int = 1, pad: int = 0, group: int = 1) -> str:
         return self.relu(self.conv(x, k, kernel, stride, pad, group))
@@ -291,7 +292,8 @@ def densenet121(seed: int = 0, size: int = 224, width: float = 1.0) -> onnx.Mode
             feats.append(y)
         x = nb.concat(feats)
         if i < 3:
-            x = nb.conv(nb.relu(nb.bn(x)), nb.channels(x) // 2, 1, bias=False)
+            half = nb.channels(x) // 2 if width == 1.0 else max(8, nb.channels(x) // 16 * 8)
+            x = nb.conv(nb.relu(nb.bn(x)), half, 1, bias=False)
             x = nb.pool("AveragePool", x, 2, 2)
     return nb.head(nb.relu(nb.bn(x)), flatten="flatten")
 
