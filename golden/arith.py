@@ -23,6 +23,13 @@ def rha(v: Int, shift: Int) -> np.ndarray:
     """
     v = as_i64(v)
     s = as_i64(shift)
+    if s.ndim == 0 and int(s) == 0:
+        return v
+    if s.size and 0 < int(s.min()) and int(s.max()) < 62:
+        # Fast path for right shifts (scalar or per channel): for v < 0, -floor((-v + h) / 2^s) equals
+        # (v + h - 1) >> s with h = 2^(s-1); |v| < 2^62 keeps v + h inside int64.
+        h = np.left_shift(1, s - 1)
+        return (v + h - (v < 0)) >> s
     mag = np.abs(v)
     right = ((mag >> np.clip(s - 1, 0, 63)) + 1) >> 1
     right = np.where(s > 63, 0, right)

@@ -23,8 +23,15 @@ exact integer in float64 (53-bit mantissa) and far below the 48-bit accumulator 
 cmod's per-step 48-bit saturation can never fire for int8 and is not emulated. (The nv_small RTL keeps a
 34-bit saturating accumulator instead; it could differ only for sums beyond ``2^33``, which need
 ``C * R * S > 2^19`` near-extreme products; the cmod is the reference, NVDLA_NOTES §4.)
+
+A block of taps whose every partial sum provably stays below ``2^24`` (``max|x| * max_k sum |w_k|`` over the
+block) runs as a float32 GEMM instead, exact for the same reason and twice as fast; the blocks add up in
+float64.
 """
 from __future__ import annotations
+
+import collections
+import functools
 
 from dataclasses import dataclass
 
@@ -37,6 +44,8 @@ from golden.regs import RegView
 
 #: Largest im2col block (float64 elements) built at once; bigger convolutions are cut into row/tap blocks.
 _IM2COL_LIMIT = 1 << 23
+#: Partial sums below this are exact in float32 (24-bit significand).
+_F32_EXACT = float(1 << 24)
 
 #: CACC assembles 48-bit sums and delivers 32 bits, so CLIP_TRUNCATE may drop at most 16 bits (cmod FAIL).
 CACC_MAX_TRUNCATE = 48 - 32
@@ -126,6 +135,7 @@ def data_banks_needed(hw: HwConfig, channels: int, height: int, width: int, bpe:
 
 
 # ---- weights ------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)
 def weight_byte_offsets(
     kernels: int, channels: int, kernel_height: int, kernel_width: int, kernel_group: int, channel_group: int
 ) -> np.ndarray:
@@ -145,13 +155,15 @@ def weight_byte_offsets(
     k_size = np.minimum(kernel_group, kernels - kgroup * kernel_group)  # kernels in this group
     cgroup, c_in = c // channel_group, c % channel_group
     c_size = np.minimum(channel_group, channels - cgroup * channel_group)  # channels in this group
-    return (
+    offsets = (
         kgroup * (kernel_group * taps * channels)
         + cgroup * (channel_group * taps * k_size)
         + (r * kernel_width + s) * (c_size * k_size)
         + k_in * c_size
         + c_in
     )
+    offsets.flags.writeable = False  # shared by the cache
+    return offsets
 
 
 def unpack_weights(raw: np.ndarray, geom: ConvGeometry, hw: HwConfig, dtype: str | None = None) -> np.ndarray:
@@ -160,6 +172,34 @@ def unpack_weights(raw: np.ndarray, geom: ConvGeometry, hw: HwConfig, dtype: str
     int16 weights are 2-byte little-endian elements in the int8 element order, with kernel groups of
     atomic K / 2 (the element offsets of ``weight_byte_offsets`` count elements, not bytes)."""
     dtype = dtype or geom.dtype
+    shape = (geom.kernels, geom.channels, geom.kernel_height, geom.kernel_width)
+    key = (hw.name, dtype, shape, hw.mac_atomic_k_for(dtype), hw.mac_atomic_c,  # type: ignore[arg-type]
+           np.asarray(raw, dtype=np.uint8)[: _weight_bytes(shape, dtype)].tobytes())
+    hit = _UNPACKED.get(key)
+    if hit is not None:
+        _UNPACKED.move_to_end(key)
+        return hit.astype(np.int64)
+    w = _unpack(raw, geom, hw, dtype)
+    _UNPACKED[key] = w.astype(np.int8 if dtype == "int8" else np.int16)
+    _UNPACKED_BYTES[0] += _UNPACKED[key].nbytes + len(key[-1])
+    while _UNPACKED_BYTES[0] > UNPACK_CACHE_BYTES and _UNPACKED:
+        old_key, old = _UNPACKED.popitem(last=False)
+        _UNPACKED_BYTES[0] -= old.nbytes + len(old_key[-1])
+    return w
+
+
+#: Unpacked weights of recent convs, keyed by their bytes: a network runs the same layers for every sample,
+#: and gathering a layer's weights out of NVDLA's order costs more than its GEMM. Stored compact (int8/int16).
+UNPACK_CACHE_BYTES = 256 << 20
+_UNPACKED: "collections.OrderedDict[tuple, np.ndarray]" = collections.OrderedDict()
+_UNPACKED_BYTES = [0]
+
+
+def _weight_bytes(shape: tuple[int, int, int, int], dtype: str) -> int:
+    return int(np.prod(shape)) * (1 if dtype == "int8" else 2)
+
+
+def _unpack(raw: np.ndarray, geom: ConvGeometry, hw: HwConfig, dtype: str) -> np.ndarray:
     offsets = weight_byte_offsets(
         geom.kernels, geom.channels, geom.kernel_height, geom.kernel_width,
         hw.mac_atomic_k_for(dtype), hw.mac_atomic_c,  # type: ignore[arg-type]
@@ -204,17 +244,26 @@ def direct_conv(x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> np.ndarray:
     # Padded input covering every tap: rows -pad_top .. (OH-1)*Sy + (R-1)*Dy - pad_top, columns likewise.
     span_h = (OH - 1) * g.stride_y + (R - 1) * g.dilation_y + 1
     span_w = (OW - 1) * g.stride_x + (S - 1) * g.dilation_x + 1
-    padded = np.full((C, span_h, span_w), g.pad_value, dtype=work)
-    y0, y1 = max(0, -g.pad_top), min(g.height, span_h - g.pad_top)
-    x0, x1 = max(0, -g.pad_left), min(g.width, span_w - g.pad_left)
-    if y0 < y1 and x0 < x1:
-        padded[:, y0 + g.pad_top : y1 + g.pad_top, x0 + g.pad_left : x1 + g.pad_left] = x[:C, y0:y1, x0:x1]
-
     taps = [(r, s) for r in range(R) for s in range(S)]
     # Weights as (K, taps*C), tap-major to match the im2col rows.
     wmat = np.ascontiguousarray(np.asarray(w, dtype=work).transpose(0, 2, 3, 1).reshape(K, R * S * C))
     rows = int(min(OH, max(1, _IM2COL_LIMIT // max(1, len(taps) * C * OW))))
     taps_per_block = int(min(len(taps), max(1, _IM2COL_LIMIT // max(1, C * rows * OW))))
+    xmax = max(1, int(np.max(np.abs(x[:C]), initial=0)), abs(g.pad_value))
+    single = None
+    if exact_float:
+        # Taps per block small enough for float32 (module docstring); each block is checked exactly below.
+        per_tap = np.abs(wmat).reshape(K, len(taps), C).sum(axis=2).max(axis=0) * xmax  # bound per tap
+        if per_tap.max(initial=0) < _F32_EXACT:
+            fit = max(1, int(_F32_EXACT // max(1.0, float(per_tap.mean()) * 1.25)))
+            taps_per_block = min(taps_per_block, fit)
+            single = np.abs(wmat)
+
+    padded = np.full((C, span_h, span_w), g.pad_value, dtype=np.float32 if single is not None else work)
+    y0, y1 = max(0, -g.pad_top), min(g.height, span_h - g.pad_top)
+    x0, x1 = max(0, -g.pad_left), min(g.width, span_w - g.pad_left)
+    if y0 < y1 and x0 < x1:
+        padded[:, y0 + g.pad_top : y1 + g.pad_top, x0 + g.pad_left : x1 + g.pad_left] = x[:C, y0:y1, x0:x1]
 
     out = np.empty((K, OH, OW), dtype=np.int64)
     for oy0 in range(0, OH, rows):
@@ -222,14 +271,19 @@ def direct_conv(x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> np.ndarray:
         acc: np.ndarray | None = None
         for t0 in range(0, len(taps), taps_per_block):
             block = taps[t0 : t0 + taps_per_block]
-            cols = np.empty((len(block), C, n, OW), dtype=work)
+            cols = np.empty((len(block), C, n, OW), dtype=padded.dtype)
             for i, (r, s) in enumerate(block):
                 ys = oy0 * g.stride_y + r * g.dilation_y
                 xs = s * g.dilation_x
                 rows_sel = slice(ys, ys + (n - 1) * g.stride_y + 1, g.stride_y)
                 cols_sel = slice(xs, xs + (OW - 1) * g.stride_x + 1, g.stride_x)
                 cols[i] = padded[:, rows_sel, cols_sel]
-            part = wmat[:, t0 * C : (t0 + len(block)) * C] @ cols.reshape(len(block) * C, n * OW)
+            wblock = wmat[:, t0 * C : (t0 + len(block)) * C]
+            if single is not None and float(single[:, t0 * C:(t0 + len(block)) * C].sum(axis=1).max()) * xmax \
+                    < _F32_EXACT:
+                part = (wblock.astype(np.float32) @ cols.reshape(len(block) * C, n * OW)).astype(np.float64)
+            else:
+                part = wblock @ cols.reshape(len(block) * C, n * OW).astype(work, copy=False)
             acc = part if acc is None else acc + part
         assert acc is not None
         out[:, oy0 : oy0 + n, :] = acc.reshape(K, n, OW).astype(np.int64)
