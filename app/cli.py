@@ -370,12 +370,14 @@ def cmd_compile(args: argparse.Namespace) -> int:
     _check_out("-o", args.output, inputs)  # before compiling: never over the model or a device
     _check_out("--emit-trace", args.emit_trace, inputs, kind="dir")
     _check_out("--dump-passes", args.dump_passes, inputs, kind="dir")
+    _check_out("--quant-report", args.quant_report, inputs)
     trace_input = _load_array(Path(args.input)) if args.input else None
     try:
         from compiler.driver import compile_model
     except ImportError as exc:
         raise UserError(f"the compiler is not available: {exc}") from None
     status, doing = StatusLine(), ["loading the model"]
+    report: list | None = [] if args.quant_report else None
 
     def log(line: str) -> None:
         status.clear()
@@ -392,8 +394,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 calib_images=Path(args.calib_images) if args.calib_images else None,
                 calib_random=args.calib_random,
                 calib_table=Path(args.calib_table) if args.calib_table else None,
-                quant=args.quant, dump_passes=Path(args.dump_passes) if args.dump_passes else None, log=log,
-                progress=progress,
+                quant=args.quant, calib_method=args.calib_method,
+                dump_passes=Path(args.dump_passes) if args.dump_passes else None, log=log,
+                progress=progress, quant_report=report,
             )
     finally:
         status.clear()  # before any error line
@@ -409,7 +412,20 @@ def cmd_compile(args: argparse.Namespace) -> int:
               f"(play them with: dla trace {args.emit_trace}).")
     write_loadable(out, msg, validate=False, inputs=inputs)
     print(_summary(msg, out))
+    if report is not None:
+        _write_quant_report(Path(args.quant_report), report, inputs)
     return 0
+
+
+def _write_quant_report(path: Path, rows: list, inputs: list) -> None:
+    """The per-layer quantization report as JSON, and its five worst layers on the terminal."""
+    from compiler.quant_report import as_json
+
+    write_atomic(path, json.dumps(as_json(rows), indent=1), inputs=inputs)
+    print(f"Quantization report ({len(rows)} layers) in {path}; lowest SQNR:")
+    for r in rows[:5]:
+        print(f"  {r.sqnr_db:6.1f} dB  {r.layer} ({r.op}): range {r.range:.4g}, {r.clipped:.3%} clipped, "
+              f"largest |value| {r.seen_max:.4g}")
 
 
 def _topk_lines(name: str, y: np.ndarray, k: int, labels: list[str] | None = None) -> Iterator[str]:
@@ -650,6 +666,11 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--calib-table", metavar="JSON", help="take activation scales from this table")
     c.add_argument("--quant", choices=("per-kernel", "per-filter"), default="per-filter",
                    help="weight quantization granularity (default per-filter)")
+    c.add_argument("--calib-method", choices=("minmax", "percentile", "entropy"), default="minmax",
+                   help="activation range from the calibration data: largest value (default), 99.99th "
+                        "percentile, or the KL-divergence (entropy) threshold")
+    c.add_argument("--quant-report", metavar="REPORT.json",
+                   help="write the per-layer quantization report (scale, range, clipped share, SQNR)")
     c.add_argument("--dump-passes", metavar="DIR", help="write the graph after every compiler pass here")
     c.add_argument("--emit-trace", metavar="DIR",
                    help="also write one NVDLA trace per DLA task for --input (DIR/<config>/task_*)")

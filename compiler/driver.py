@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 
+from compiler.calib_range import METHODS
 from compiler.errors import CompileError
 from compiler.frontend import load_model
 from compiler.ir import Graph
@@ -156,7 +157,7 @@ def read_calib_table(path: Path) -> dict[str, float]:
 
 
 def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = None, calib_table: dict | None = None,
-                  quant: str = "per-filter", dump_passes: Path | None = None,
+                  quant: str = "per-filter", calib_method: str = "minmax", dump_passes: Path | None = None,
                   log: Callable[[str], None] = lambda m: None,
                   progress: Callable[[str], None] = lambda m: None) -> tuple[object, Graph, CompileContext]:
     """Compile an IR graph; returns (Loadable proto, lowered graph, context). Tests use the graph and the
@@ -169,7 +170,10 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
         hw = get_config(hw_name)
     except (KeyError, ValueError):
         raise CompileError("", f"unknown hardware config {hw_name!r} (known: {', '.join(sorted(PRESETS))})") from None
-    ctx = CompileContext(hw=hw, quant=quant, log=log, progress=progress, amax=dict(calib_table or {}))
+    if calib_method not in METHODS:
+        raise CompileError("", f"--calib-method must be one of {', '.join(METHODS)}")
+    ctx = CompileContext(hw=hw, quant=quant, calib_method=calib_method, log=log, progress=progress,
+                         amax=dict(calib_table or {}))
     ctx.calib_inputs = calib_inputs if calib_inputs is not None else random_inputs(g, DEFAULT_CALIB_RANDOM)
     pm = PassManager(PIPELINE, dump_passes)
     g = pm.run(g, ctx)
@@ -179,10 +183,11 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
 
 def compile_model(model: Path, *, weights: Path | None = None, config: str, calib_images: Path | None = None,
                   calib_random: int | None = None, calib_table: Path | None = None, quant: str = "per-filter",
-                  dump_passes: Path | None = None, log: Callable[[str], None] = print,
-                  progress: Callable[[str], None] = lambda m: None):
+                  calib_method: str = "minmax", dump_passes: Path | None = None, log: Callable[[str], None] = print,
+                  progress: Callable[[str], None] = lambda m: None, quant_report: list | None = None):
     """Compile a Caffe or ONNX model for a hardware preset; raises CompileError on bad input. ``progress``
-    hears what is being done ("loading the model", "pass 3/9: quantize") for a status line."""
+    hears what is being done ("loading the model", "pass 3/9: quantize") for a status line. A ``quant_report``
+    list receives the per-layer quantization report (``compiler.quant_report``), worst layer first."""
     t0 = time.perf_counter()
     progress(f"loading {model}")
     g = load_model(model, weights)
@@ -201,7 +206,11 @@ def compile_model(model: Path, *, weights: Path | None = None, config: str, cali
         table = read_calib_table(Path(calib_table))
         if feeds is None:
             feeds = random_inputs(g, 8)  # for tensors the table does not name
-    ld, _, _ = compile_graph(g, config, calib_inputs=feeds, calib_table=table, quant=quant,
-                             dump_passes=dump_passes, log=log, progress=progress)
+    ld, lowered, ctx = compile_graph(g, config, calib_inputs=feeds, calib_table=table, quant=quant,
+                                     calib_method=calib_method, dump_passes=dump_passes, log=log, progress=progress)
+    if quant_report is not None:
+        from compiler.quant_report import quant_report as report
+
+        quant_report.extend(report(lowered, ctx))
     log(f"compiled for {config} in {time.perf_counter() - t0:.2f} s")
     return ld

@@ -17,6 +17,8 @@ class CompileContext:
 
     hw: HwConfig
     quant: str = "per-filter"  # or "per-kernel"
+    #: how calibration turns the values it sees into a range (``compiler.calib_range.METHODS``)
+    calib_method: str = "minmax"
     log: Callable[[str], None] = lambda msg: None
     #: hears "pass i/n: name" before each pass (a terminal's status line; long compiles show they move)
     progress: Callable[[str], None] = lambda msg: None
@@ -27,6 +29,8 @@ class CompileContext:
     #: activation scale of every tensor (filled by the quantize pass)
     scales: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: |value| histogram of every calibrated tensor (``compiler.calib_range.AbsHistogram``; quant report)
+    histograms: dict[str, object] = field(default_factory=dict)
     #: calibration feeds: one {input name: float array} per sample
     calib_inputs: list[dict] = field(default_factory=list)
 

@@ -3,12 +3,14 @@ per-channel mean, for bias correction).
 
 The inputs run in batches of ``BATCH`` through a float32 streaming run (``run_float(observe=...)``): a tensor is
 reduced to its range and channel means as soon as it is computed and freed after its last reader, so memory is
-the live activations of one batch, not every activation of every sample.
+the live activations of one batch, not every activation of every sample. ``ctx.calib_method`` picks the
+range from what was seen (``compiler.calib_range``: minmax, percentile, entropy).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from compiler.calib_range import AbsHistogram, choose
 from compiler.float_exec import run_float
 from compiler.ir import Graph
 from compiler.passes import CompileContext
@@ -29,6 +31,8 @@ def calibrate(g: Graph, ctx: CompileContext) -> Graph:
     table = set(amax)
     ctx.log(f"calibrating on {len(feeds)} input(s)")
     sums: dict[str, np.ndarray] = {}
+    hists: dict[str, AbsHistogram] = {}
+    method = getattr(ctx, "calib_method", "minmax")
 
     def observe(t: str, v: np.ndarray) -> None:
         if not v.size:
@@ -39,9 +43,14 @@ def calibrate(g: Graph, ctx: CompileContext) -> Graph:
             sums[t] = sums.get(t, 0.0) + per_sample
         if t not in table:
             amax[t] = max(amax.get(t, 0.0), float(v.max()), -float(v.min()))
+            hists.setdefault(t, AbsHistogram()).add(v)  # also for the quantization report
 
     for batch in _batches(feeds, BATCH):
         run_float(g, batch, dtype=np.float32, observe=observe)
+    if method != "minmax":
+        for t, h in hists.items():
+            amax[t] = choose(method, h, amax[t])
     ctx.amax = amax
+    ctx.histograms = hists
     ctx.channel_mean = {t: s / max(len(feeds), 1) for t, s in sums.items()}
     return g

@@ -48,9 +48,11 @@ def stub_compiler(monkeypatch):
     module.result = pool_loadable  # type: ignore[attr-defined]
 
     def compile_model(model, *, weights, config, calib_images=None, calib_random=None, calib_table=None,
-                      quant="per-filter", dump_passes=None, log=print, progress=lambda step: None):
+                      quant="per-filter", calib_method="minmax", dump_passes=None, log=print,
+                      progress=lambda step: None, quant_report=None):
         calls.append(dict(model=model, weights=weights, config=config, calib_images=calib_images,
-                          calib_random=calib_random, calib_table=calib_table, quant=quant, dump_passes=dump_passes))
+                          calib_random=calib_random, calib_table=calib_table, quant=quant, dump_passes=dump_passes,
+                          calib_method=calib_method, quant_report=quant_report))
         log("stub: compiling")
         result = module.result()  # type: ignore[attr-defined]
         if isinstance(result, Exception):
@@ -86,12 +88,13 @@ def listing(d: Path) -> list[str]:
 def test_compile_writes_loadable_and_prints_summary(stub_compiler, model, tmp_path, capsys):
     out = tmp_path / "net.dla"
     rc = main(["compile", str(model), "--config", "nv_small", "-o", str(out), "--calib-random", "4",
-               "--quant", "per-kernel", "--dump-passes", str(tmp_path / "passes")])
+               "--quant", "per-kernel", "--calib-method", "percentile", "--dump-passes", str(tmp_path / "passes")])
     text = capsys.readouterr().out
     assert rc == 0
     assert stub_compiler.calls == [dict(model=model, weights=None, config="nv_small", calib_images=None,
                                         calib_random=4, calib_table=None, quant="per-kernel",
-                                        dump_passes=tmp_path / "passes")]
+                                        dump_passes=tmp_path / "passes", calib_method="percentile",
+                                        quant_report=None)]
     assert read_loadable(out).model_name == "pools"
     summary = " ".join(text.split())
     assert "stub: compiling" in text
