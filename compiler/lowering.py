@@ -390,35 +390,13 @@ def _pool_passes(size: int, pad_ok: bool) -> list[tuple[int, int]] | None:
 
 
 def _global_pool(g: Graph, n: Node, c: int, h: int, w: int) -> list[Node] | None:
-    """Global max/average pooling on PDP in one pass, or two (``_pool_passes``) for maps beyond PDP's 8x8
-    window. ``gain`` (padded area / true area) tells quantize to fold the padding's share into the reciprocal."""
-    method = "max" if n.op == "GlobalMaxPool" else "avg"
-    ph, pw = _pool_passes(h, method == "avg"), _pool_passes(w, method == "avg")
-    if ph is None or pw is None:
+    """Global max/average pooling within PDP's window: one pass (``passes.split_pools`` has already turned a
+    bigger one into window pools)."""
+    if h > MAX_KERNEL or w > MAX_KERNEL:
         return None
-    if len(ph) < len(pw):
-        ph = ph + [(1, 0)]
-    if len(pw) < len(ph):
-        pw = pw + [(1, 0)]
-    area = 1
-    for (kh, pad_h), (kw, pad_w) in zip(ph, pw):
-        area *= kh * kw
-    ops, x = [], n.inputs[0]
-    for i, ((kh, pad_h), (kw, pad_w)) in enumerate(zip(ph, pw)):
-        last = i == len(ph) - 1
-        out = n.outputs[0] if last else g.fresh(f"{n.name}_partial")
-        _, _, ih, iw = g.shapes[x]
-        if not last:
-            g.shapes[out] = (1, c, (ih + pad_h) // kh, (iw + pad_w) // kw)
-        attrs = {"method": method, "kernel": (kh, kw), "stride": (kh, kw), "pads": (0, 0, pad_h, pad_w),
-                 "layers": [n.name]}
-        if not last:
-            attrs["amax_like"] = n.inputs[0]
-        elif area != h * w:
-            attrs["gain"] = area / (h * w)
-        ops.append(Node(n.name if last else g.fresh(f"{n.name}_{i + 1}"), "dla.pdp", [x], [out], attrs))
-        x = out
-    return ops
+    method = "max" if n.op == "GlobalMaxPool" else "avg"
+    return [Node(n.name, "dla.pdp", [n.inputs[0]], list(n.outputs),
+                 {"method": method, "kernel": (h, w), "stride": (h, w), "pads": (0, 0, 0, 0), "layers": [n.name]})]
 
 
 def _lower_pool(g: Graph, n: Node) -> list[Node] | None:
@@ -436,5 +414,7 @@ def _lower_pool(g: Graph, n: Node) -> list[Node] | None:
     method = "max" if n.op == "MaxPool" else "avg"
     if method == "avg" and any(pads) and not n.attrs.get("count_include_pad", False):
         return None  # PDP divides by the whole kernel
-    return [Node(n.name, "dla.pdp", [x], list(n.outputs),
-                 {"method": method, "kernel": (kh, kw), "stride": (sy, sx), "pads": pads, "layers": [n.name]})]
+    attrs = {"method": method, "kernel": (kh, kw), "stride": (sy, sx), "pads": pads, "layers": [n.name]}
+    if "gain" in n.attrs:
+        attrs["gain"] = float(n.attrs["gain"])
+    return [Node(n.name, "dla.pdp", [x], list(n.outputs), attrs)]

@@ -128,12 +128,13 @@ def _max_pool(xs: list[np.ndarray], a: dict[str, Any]) -> list[np.ndarray]:
 
 @kernel("AveragePool")
 def _average_pool(xs: list[np.ndarray], a: dict[str, Any]) -> list[np.ndarray]:
-    """count_include_pad divides by the whole kernel (Caffe); otherwise by the in-image elements only."""
+    """count_include_pad divides by the whole kernel (Caffe); otherwise by the in-image elements only. ``gain``
+    (the compiler's split of a big global average: padded area / true area) multiplies the result."""
     x = xs[0]
     (kh, kw), strides, pads = a["kernel"], a["strides"], a["pads"]
     total = _windows(pad2d(x, pads), (kh, kw), strides).sum(axis=(4, 5))
     if a.get("count_include_pad", False):
-        return [total / (kh * kw)]
+        return [total * (float(a.get("gain", 1.0)) / (kh * kw))]
     ones = pad2d(np.ones((1, 1) + x.shape[2:], dtype=x.dtype), pads)
     count = _windows(ones, (kh, kw), strides).sum(axis=(4, 5))
     return [total / count]

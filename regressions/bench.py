@@ -83,6 +83,7 @@ COMPILE_CONFIGS = ("nv_small", "nv_large", "nv_full")
 SUITE_JOBS = 2
 DEFAULT_REGRESS_CMD = "{python} -m regressions.regress --level {level} --jobs {jobs} --out {out}"
 
+from regressions.bench_imagenet import TARGETS as _imagenet_targets  # noqa: E402
 from regressions.bench_nvdla import TARGETS as _nvdla_targets  # noqa: E402
 
 #: Speed targets (issue 6; ``nvdla_*``: issue 14, ``regressions.bench_nvdla``): key -> (comparison, value).
@@ -93,6 +94,7 @@ TARGETS: dict[str, tuple[str, float]] = {
     "compile_resnet50_seconds": ("<", 10.0),
     "regress_parallel_speedup": (">=", 1.6),
     **_nvdla_targets,
+    **_imagenet_targets,
 }
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
     ">=": lambda a, b: a >= b, ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, "<": lambda a, b: a < b,
@@ -581,6 +583,19 @@ def section_compile(b: Bench) -> None:
         r["compile_resnet50_seconds"] = by_config["nv_small"]
 
 
+def section_imagenet(b: Bench) -> None:
+    """The ten classic ImageNet networks: compile seconds and peak RSS per config (16 calibration inputs), and
+    golden seconds per ResNet-50 input (``regressions.bench_imagenet``). Quick runs: reduced-width SqueezeNet
+    and ResNet-50 on nv_small, no golden run."""
+    from regressions.bench_imagenet import measure
+    from regressions.lib.zoo.imagenet import IMAGENET
+
+    if b.results.get("quick"):
+        b.results.update(measure(["squeezenet", "resnet50"], ("nv_small",), 0.25, 0, say=b.say))
+    else:
+        b.results.update(measure(sorted(IMAGENET), COMPILE_CONFIGS, 1.0, 2, say=b.say))
+
+
 def section_regress(b: Bench) -> None:
     r = b.results
     kw = dict(python=b.python, level=b.regress_level, timeout=b.regress_timeout)
@@ -625,11 +640,12 @@ SECTIONS: dict[str, tuple[str, Callable[[Bench], None]]] = {
     "suite": ("nv_small trace suite on golden", section_suite),
     "rtl": ("nv_small suite on our RTL, Verilator vs Icarus", section_rtl),
     "compile": ("compile times", section_compile),
+    "imagenet": ("ImageNet networks: compile time, peak memory, golden ResNet-50 per input", section_imagenet),
     "nvdla": ("NVDLA's nv_small RTL: our testbench vs NVDLA's C++ harness", section_nvdla),
     "regress": ("regression wall time at 1 and 2 workers", section_regress),
 }
 #: Left out of ``--quick`` runs unless named in ``--only``.
-SLOW_SECTIONS = ("regress", "nvdla")
+SLOW_SECTIONS = ("regress", "nvdla", "imagenet")
 
 
 def select_sections(only: list[str], skip: list[str], quick: bool) -> list[str]:

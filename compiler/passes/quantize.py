@@ -75,11 +75,6 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
         if same:
             for t in n.inputs[1:] + n.outputs:
                 uf.union(n.inputs[0], t)
-    amax = dict(amax)
-    for n in g.nodes:  # tensors the compiler made (e.g. a partial average) take a bound from their source
-        like = n.attrs.get("amax_like")
-        if like is not None and n.outputs[0] not in amax and like in amax:
-            amax[n.outputs[0]] = amax[like]
     group_max: dict[str, float] = {}
     for t in tensors:
         if t in amax:
@@ -89,7 +84,7 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
     # calibrated range so unseen inputs do not wrap.
     widened: set[str] = set()
     for n in g.nodes:
-        if n.op == "dla.pdp" and n.attrs["method"] == "avg" and "amax_like" not in n.attrs:
+        if n.op == "dla.pdp" and n.attrs["method"] == "avg":
             r = uf.find(n.outputs[0])
             if r in group_max and r not in widened:
                 group_max[r] *= AVG_POOL_HEADROOM
@@ -237,10 +232,12 @@ def sdp_params(post: list[PostOp], in_scale: np.ndarray, out_scale: float, scale
 
 def pool_reciprocals(kh: int, kw: int, gain: float) -> tuple[int, int]:
     """RECIP_KERNEL_WIDTH/HEIGHT for an average that also rescales by ``gain`` (input / output scale):
-    their product / 2^32 is gain / (kh * kw); the width factor takes as much as it can first."""
+    their product / 2^32 is gain / (kh * kw). A gain above 1 goes wholly into the height factor: the width
+    multiply's result must stay within the row sums' range, since nv_small's RTL keeps it in 11 bits
+    (``golden.engines.pdp.RTL_HMULT``) and a larger one wraps; a gain below 1 is shared."""
     gain = min(gain, MAX_RECIP * MAX_RECIP / 2.0 ** 32 * kh * kw)
     product = 2.0 ** 32 * gain / (kh * kw)
-    rw = min(MAX_RECIP, max(1, int(round(2.0 ** 16 * math.sqrt(gain) / kw))))
+    rw = min(MAX_RECIP, max(1, int(round(2.0 ** 16 * min(1.0, math.sqrt(gain)) / kw))))
     rh = min(MAX_RECIP, max(1, int(round(product / rw))))
     return rw, rh
 

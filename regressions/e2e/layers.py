@@ -53,8 +53,11 @@ def reference_sdp_params(prm, operands: dict[str, np.ndarray]) -> ref_sdp.SdpPar
                              cvt_offset=prm.cvt_offset, cvt_scale=prm.cvt_scale, cvt_shift=prm.cvt_shift)
 
 
-def reference(node, inputs: dict[str, np.ndarray], out_shape: tuple[int, int, int]) -> np.ndarray:
-    """The layer's int8 output by the independent reference math."""
+def reference(node, inputs: dict[str, np.ndarray], out_shape: tuple[int, int, int], average: str = "cmod"
+              ) -> np.ndarray:
+    """The layer's int8 output by the independent reference math; ``average`` is the config's PDP AVERAGE
+    datapath (``HwConfig.pdp_average``: nv_small's RTL keeps narrower intermediates than the cmod, which only
+    shows when a window's result overflows)."""
     x = inputs[node.inputs[0]]
     _, oh, ow = out_shape
     if node.op == "dla.conv":
@@ -68,7 +71,8 @@ def reference(node, inputs: dict[str, np.ndarray], out_shape: tuple[int, int, in
     if node.op == "dla.pdp":
         p = node.attrs["pdp"]
         return ref_pdp.pool(x, method=p.method, kernel=p.kernel, stride=p.stride, pad=p.pad,
-                            pad_values=p.pad_values, recip_w=p.recip_w, recip_h=p.recip_h, out_hw=(oh, ow))
+                            pad_values=p.pad_values, recip_w=p.recip_w, recip_h=p.recip_h, out_hw=(oh, ow),
+                            average=average)
     if node.op == "dla.cdp":
         p = node.attrs["cdp"]
         fields = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name != "lut"}
@@ -110,7 +114,7 @@ def replay_layer(ld, node, hw, rng: np.random.Generator) -> LayerResult:
         groups.started(armed)
     out = tensors[node.outputs[0]]
     got = read_cube(dla.mem.dram, place.address(out.region, out.offset), tensor_layout(out))[:out.channels]
-    want = reference(node, inputs, (out.channels, out.height, out.width))
+    want = reference(node, inputs, (out.channels, out.height, out.width), hw.pdp_average)
     bad = int(np.count_nonzero(got != want))
     return LayerResult(node.name, node.op, bad == 0, bad, int(want.size))
 
