@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from regressions.lib.zoo.models import NetBuilder
+from regressions.lib.zoo.models import NetBuilder, pool_overhang
 
 OPSET = 9
 BATCH = 2  # inputs the builder runs while building (BN statistics, data-dependent init)
@@ -50,12 +50,7 @@ class ExportBuilder(NetBuilder):
              count_include_pad: bool = False) -> str:
         """Max/average pooling; ``ceil`` rounds the output size up the way Caffe does, written as extra
         bottom/right padding (opset 9 has no ceil_mode)."""
-        h = self.acts[x].shape[2]
-        span = h + 2 * pad - kernel
-        out = -(-span // stride) + 1 if ceil else span // stride + 1
-        if ceil and (out - 1) * stride >= h + pad:
-            out -= 1
-        extra = max(0, (out - 1) * stride + kernel - (h + 2 * pad))
+        _, extra = pool_overhang(self.acts[x].shape[2], kernel, stride, pad, ceil)
         pads = (pad, pad, pad + extra, pad + extra)
         ir = dict(kernel=(kernel, kernel), strides=(stride, stride), pads=pads,
                   count_include_pad=count_include_pad)

@@ -47,6 +47,15 @@ BASIS_WEIGHTS = np.array([1.0, 0.25, 0.25])  # blob vs. the two edge detectors i
 CLASSIFIER_PCS = 4  # leading principal directions of the pooled features the classifier reads (strongest vs int8 noise)
 
 
+def pool_overhang(h: int, kernel: int, stride: int, pad: int, ceil: bool) -> tuple[int, int]:
+    """(padded span the windows slide over, extra bottom/right rows Caffe's ceil-mode output size needs)."""
+    span = h + 2 * pad - kernel
+    out = -(-span // stride) + 1 if ceil else span // stride + 1
+    if ceil and (out - 1) * stride >= h + pad:
+        out -= 1
+    return span, max(0, (out - 1) * stride + kernel - (h + 2 * pad))
+
+
 class NetBuilder:
     """Appends ONNX nodes and, for each, computes its output on a calibration batch with the float kernels, so
     later layers (BN statistics, the classifier) can be fitted to the activations the network really has."""
@@ -158,12 +167,7 @@ class NetBuilder:
 
     def max_pool(self, x: str, kernel: int, stride: int, pad: int = 0, ceil: bool = False) -> str:
         """Only sizes where ONNX's output equals Caffe's ceil-mode output (ceil_mode=1, or floor == ceil)."""
-        h = self.acts[x].shape[2]
-        span = h + 2 * pad - kernel
-        out = -(-span // stride) + 1 if ceil else span // stride + 1
-        if ceil and (out - 1) * stride >= h + pad:
-            out -= 1
-        extra = max(0, (out - 1) * stride + kernel - (h + 2 * pad))
+        span, extra = pool_overhang(self.acts[x].shape[2], kernel, stride, pad, ceil)
         assert ceil or span % stride == 0, "floor and ceil pooling sizes differ: Caffe would disagree"
         ir = dict(kernel=(kernel, kernel), strides=(stride, stride), pads=(pad, pad, pad + extra, pad + extra))
         return self._add("MaxPool", [x], self._name("pool"), ("MaxPool", [], ir), kernel_shape=[kernel, kernel],
