@@ -120,7 +120,7 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
             piece_conv = type(conv)(weights=wq[k0:k1, c0:c1], stride=conv.stride, dilation=conv.dilation,
                                     pad=(pc.pad_top, conv.pad[1]), pad_value=conv.pad_value,
                                     clip_truncate=conv.clip_truncate)
-            regs = RegProgram(hw)
+            regs = RegProgram(hw, strict=True)
             emit_conv(regs, band, wlocs[(k0, k1, c0)], (k1 - k0, c1 - c0, r, s), out, piece_conv, prm, operands,
                       data_banks=pc.data_banks, reuse=reuse)
             op = pb.DlaOp(name=n.name if len(pieces) == 1 else f"{n.name}#{i}", engines=CONV_ENGINES, layer=layer,
@@ -132,7 +132,7 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
         from compiler.codegen.sdp import emit_sdp
 
         prm = n.attrs["sdp"]
-        regs = RegProgram(hw)
+        regs = RegProgram(hw, strict=True)
         if prm.lut is not None and not hw.sdp_lut:
             raise g.error(n, f"{hw.name} has no SDP LUT")
         emit_sdp(regs, src, dst, prm, _place_operands(prm, weights, plan, dst, atom, 0, 0))
@@ -140,13 +140,13 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
         _to_pb_writes(hw, regs, op)
         ops.append(op)
     elif n.op == "dla.pdp":
-        regs = RegProgram(hw)
+        regs = RegProgram(hw, strict=True)
         emit_pdp(regs, src, dst, n.attrs["pdp"])
         op = pb.DlaOp(name=n.name, engines=["PDP"], layer=layer, interrupt_mask=1 << done_bit("PDP"))
         _to_pb_writes(hw, regs, op)
         ops.append(op)
     elif n.op == "dla.cdp":
-        regs = RegProgram(hw)
+        regs = RegProgram(hw, strict=True)
         emit_cdp(regs, src, dst, n.attrs["cdp"])
         op = pb.DlaOp(name=n.name, engines=["CDP"], layer=layer, interrupt_mask=1 << done_bit("CDP"))
         _to_pb_writes(hw, regs, op)

@@ -76,6 +76,10 @@ class RegProgram:
 
     hw: HwConfig
     writes: list[RegWrite] = field(default_factory=list)
+    #: Refuse whole-register values beyond the register's fields (``_check_whole``). The compiler's emitters
+    #: are strict; NVDLA's firmware (``runtime.nvdla.engines``) writes descriptor words as they are, undefined
+    #: bits included, as its kmd does.
+    strict: bool = False
 
     @classmethod
     def of(cls, hw: HwConfig, writes: Iterable[tuple[str, int]]) -> "RegProgram":
@@ -85,7 +89,7 @@ class RegProgram:
     def reg(self, unit: str, register: str, value: int = 0, **fields: int | str) -> None:
         """Write ``value`` OR the encoded fields (enum names allowed) to UNIT.REGISTER."""
         reg = UNITS[unit].register(register)
-        if value:
+        if value and self.strict:
             _check_whole(reg, value)
         self.writes.append(RegWrite(reg, (value & 0xFFFFFFFF) | (reg.encode(**fields) if fields else 0)))
 

@@ -15,7 +15,7 @@ def emit_batch_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, i
     """``batches`` convolutions of one kernel: batch b read at ``src`` + b * ``src_stride``, written by SDP
     at ``dst`` + b * ``dst_stride``. The data banks hold every batch's input."""
     data_banks = -(-batches * src.height * entries_per_slice(p.hw, src.channels, src.width) // cbuf_geometry(p.hw)[1])
-    body = RegProgram(p.hw)
+    body = RegProgram(p.hw, strict=p.strict)
     emit_conv(body, src, weights, kernel, dst, conv, sdp, operands, data_banks=data_banks)
     mode = UNITS["SDP"].register("D_FEATURE_MODE_CFG")
     batch = mode.field("BATCH_NUMBER")

@@ -41,7 +41,7 @@ def _in_precision(p: RegProgram, body: RegProgram, formats: Sequence[tuple[str, 
 
 def emit_pdp_wide(p: RegProgram, src: Cube, dst: Cube, prm: PdpParams, dtype: str, nan_to_zero: bool) -> None:
     """A PDP operation from memory in ``dtype`` ("int16" or "fp16")."""
-    body = RegProgram(p.hw)
+    body = RegProgram(p.hw, strict=p.strict)
     emit_pdp(body, src, dst, prm)
     _in_precision(p, body, PDP_FORMATS, dtype, "PDP", nan_to_zero)
 
@@ -49,6 +49,6 @@ def emit_pdp_wide(p: RegProgram, src: Cube, dst: Cube, prm: PdpParams, dtype: st
 def emit_cdp_wide(p: RegProgram, src: Cube, dst: Cube, prm, dtype: str, nan_to_zero: bool) -> None:
     """A CDP (LRN) operation in ``dtype``; ``prm`` as ``emit_cdp`` reads it (LUT uploaded through
     S_LUT_ACCESS_*)."""
-    body = RegProgram(p.hw)
+    body = RegProgram(p.hw, strict=p.strict)
     emit_cdp(body, src, dst, prm)
     _in_precision(p, body, CDP_FORMATS, dtype, "CDP", nan_to_zero)
