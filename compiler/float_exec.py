@@ -62,7 +62,7 @@ def run_float(graph: Graph, feeds: Mapping[str, np.ndarray], *, keep: bool = Fal
         if not keep:
             for t in node.inputs:
                 if t and last.get(t) == i and t not in graph.consts:
-                    del env[t]
+                    env.pop(t, None)  # a node may read a tensor twice (Add(x, x))
             for t in node.outputs:
                 if t not in last:  # read by nobody
                     env.pop(t, None)

@@ -324,3 +324,16 @@ def test_pool_random_geometry(kh: int, kw: int, sy: int, sx: int, pad: int, incl
         ir["count_include_pad"] = include
         onnx_attrs["count_include_pad"] = int(include)
     check(op, ir, op, onnx_attrs, [rnd(1, 2, 7, 8)])
+
+
+def test_streaming_run_frees_a_tensor_read_twice_by_one_node() -> None:
+    """Add(x, x): the streamed run (calibration) frees x once, after its last reader, and sees every value."""
+    from compiler.ir import Graph, Node
+
+    g = Graph(inputs=["x"], outputs=["y"], nodes=[Node("a", "Add", ["x", "x"], ["s"]), Node("r", "Relu", ["s"], ["y"])],
+              shapes={"x": (1, 2, 2, 2), "s": (1, 2, 2, 2), "y": (1, 2, 2, 2)})
+    seen: list[str] = []
+    x = np.arange(8, dtype=np.float32).reshape(1, 2, 2, 2) - 4
+    out = run_float(g, {"x": x}, dtype=np.float32, observe=lambda t, v: seen.append(t))
+    assert seen == ["x", "s", "y"]
+    np.testing.assert_array_equal(out["y"], np.maximum(2 * x, 0))
