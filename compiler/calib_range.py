@@ -43,7 +43,9 @@ class AbsHistogram:
             self.counts = self.counts.reshape(-1, 2).sum(axis=1)
             self.counts = np.concatenate([self.counts, np.zeros(BINS // 2, dtype=np.int64)])
             self.top *= 2.0
-        idx = np.minimum((a * (BINS / self.top)).astype(np.int64), BINS - 1)
+        # In float64 and as a ratio first: a range that underflowed float32 (1e-40) must not make BINS / top inf.
+        ratio = np.clip(np.asarray(a, dtype=np.float64) / self.top, 0.0, 1.0)
+        idx = np.minimum((ratio * BINS).astype(np.int64), BINS - 1)
         self.counts += np.bincount(idx, minlength=BINS)
 
     def edge(self, i: int) -> float:

@@ -136,9 +136,12 @@ def test_section_selection():
     assert bench.select_sections([], [], quick=False) == list(bench.SECTIONS)
     assert "regress" not in bench.select_sections([], [], quick=True)
     assert "nvdla" not in bench.select_sections([], [], quick=True)
+    assert "imagenet" not in bench.select_sections([], [], quick=True)
+    assert bench.select_sections(["imagenet"], [], quick=True) == ["imagenet"]
     assert bench.select_sections(["regress"], [], quick=True) == ["regress"]
     assert bench.select_sections(["nvdla"], [], quick=True) == ["nvdla"]
-    assert bench.select_sections([], ["rtl", "regress"], quick=False) == ["golden", "suite", "compile", "nvdla"]
+    assert bench.select_sections([], ["rtl", "regress"], quick=False) == ["golden", "suite", "compile", "imagenet",
+                                                                           "nvdla"]
     with pytest.raises(SystemExit):
         bench.select_sections(["nope"], [], quick=False)
 
