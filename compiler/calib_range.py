@@ -29,24 +29,32 @@ class AbsHistogram:
         self.zeros = 0
         self.top = 0.0
 
-    def add(self, values: np.ndarray) -> None:
-        a = np.abs(values.ravel())
-        nonzero = a[a != 0]
-        self.zeros += a.size - nonzero.size
-        a = nonzero
+    def add(self, values: np.ndarray) -> float:
+        """Count ``values``; returns their largest |value| (calibration's minmax range needs no second pass)."""
+        a = np.abs(values).ravel(order="K")  # a fresh array in memory order (no copy of an NHWC-laid view)
         peak = float(a.max(initial=0.0))
         if peak == 0.0:
-            return
+            self.zeros += a.size
+            return peak
+        zeros = a.size - int(np.count_nonzero(a))
+        self.zeros += zeros
         if self.top == 0.0:
             self.top = peak * 1.0001
         while peak >= self.top:
             self.counts = self.counts.reshape(-1, 2).sum(axis=1)
             self.counts = np.concatenate([self.counts, np.zeros(BINS // 2, dtype=np.int64)])
             self.top *= 2.0
-        # In float64 and as a ratio first: a range that underflowed float32 (1e-40) must not make BINS / top inf.
-        ratio = np.clip(np.asarray(a, dtype=np.float64) / self.top, 0.0, 1.0)
-        idx = np.minimum((ratio * BINS).astype(np.int64), BINS - 1)
-        self.counts += np.bincount(idx, minlength=BINS)
+        scale = BINS / self.top
+        if a.dtype == np.float32 and scale < 1e37:  # in float32 in place: one pass, no float64 copy
+            np.multiply(a, np.float32(scale), out=a)
+            idx = a.astype(np.intp)
+        else:  # a range that underflowed float32 (1e-40): as a ratio in float64, so BINS / top is never inf
+            idx = (np.asarray(a, dtype=np.float64) / self.top * BINS).astype(np.intp)
+        np.minimum(idx, BINS - 1, out=idx)
+        counts = np.bincount(idx, minlength=BINS)
+        counts[0] -= zeros  # exact zeros are counted apart
+        self.counts += counts
+        return peak
 
     def edge(self, i: int) -> float:
         return self.top * i / BINS

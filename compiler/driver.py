@@ -161,9 +161,11 @@ def read_calib_table(path: Path) -> dict[str, float]:
 def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = None, calib_table: dict | None = None,
                   quant: str = "per-filter", calib_method: str = "minmax", dump_passes: Path | None = None,
                   log: Callable[[str], None] = lambda m: None,
-                  progress: Callable[[str], None] = lambda m: None) -> tuple[object, Graph, CompileContext]:
+                  progress: Callable[[str], None] = lambda m: None,
+                  histograms: bool = False) -> tuple[object, Graph, CompileContext]:
     """Compile an IR graph; returns (Loadable proto, lowered graph, context). Tests use the graph and the
-    context (scales, plan) to replay single layers."""
+    context (scales, plan) to replay single layers. ``histograms`` keeps every tensor's calibration histogram
+    in the context (for ``compiler.quant_report``) even when the method does not need them."""
     from compiler.emit import emit_loadable
 
     if quant not in QUANT_MODES:
@@ -175,7 +177,7 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
     if calib_method not in METHODS:
         raise CompileError("", f"--calib-method must be one of {', '.join(METHODS)}")
     ctx = CompileContext(hw=hw, quant=quant, calib_method=calib_method, log=log, progress=progress,
-                         amax=dict(calib_table or {}))
+                         amax=dict(calib_table or {}), keep_histograms=histograms)
     ctx.calib_inputs = calib_inputs if calib_inputs is not None else random_inputs(g, DEFAULT_CALIB_RANDOM)
     pm = PassManager(PIPELINE, dump_passes)
     g = pm.run(g, ctx)
@@ -209,7 +211,8 @@ def compile_model(model: Path, *, weights: Path | None = None, config: str, cali
         if feeds is None:
             feeds = random_inputs(g, 8)  # for tensors the table does not name
     ld, lowered, ctx = compile_graph(g, config, calib_inputs=feeds, calib_table=table, quant=quant,
-                                     calib_method=calib_method, dump_passes=dump_passes, log=log, progress=progress)
+                                     calib_method=calib_method, dump_passes=dump_passes, log=log, progress=progress,
+                                     histograms=quant_report is not None)
     if quant_report is not None:
         from compiler.quant_report import quant_report as report
 

@@ -31,6 +31,8 @@ class CompileContext:
     notes: list[str] = field(default_factory=list)
     #: |value| histogram of every calibrated tensor (``compiler.calib_range.AbsHistogram``; quant report)
     histograms: dict[str, object] = field(default_factory=dict)
+    #: build the histograms even for ``minmax`` (which needs only the maxima): a third of a compile's time
+    keep_histograms: bool = False
     #: calibration feeds: one {input name: float array} per sample
     calib_inputs: list[dict] = field(default_factory=list)
 

@@ -15,6 +15,8 @@ from compiler.float_exec import run_float
 from compiler.ir import Graph
 from compiler.passes import CompileContext
 
+#: Ops whose input's channel means the quantize pass's bias correction reads (a Gemm reads its Flatten's input).
+MEAN_READERS = frozenset({"Conv", "ConvTranspose", "Gemm", "Flatten"})
 #: Calibration samples run through the network at once (bigger matmuls; bounded im2col buffers).
 BATCH = 8
 
@@ -33,17 +35,22 @@ def calibrate(g: Graph, ctx: CompileContext) -> Graph:
     sums: dict[str, np.ndarray] = {}
     hists: dict[str, AbsHistogram] = {}
     method = getattr(ctx, "calib_method", "minmax")
+    histogram = method != "minmax" or ctx.keep_histograms
+    mean_wanted = {n.inputs[0] for n in g.nodes if n.op in MEAN_READERS and n.inputs}
 
     def observe(t: str, v: np.ndarray) -> None:
         if not v.size:
             return
-        if v.ndim >= 2:  # per-channel mean, for the compiler's bias correction
-            rows = v.reshape(v.shape[0], v.shape[1], -1)
-            per_sample = rows.sum(axis=2).sum(axis=0).astype(np.float64) / rows.shape[2]
+        if v.ndim >= 2 and t in mean_wanted:  # per-channel mean, for the compiler's bias correction
+            axes = (0, *range(2, v.ndim))  # in any memory layout: float_exec's convs leave theirs channels-last
+            per_sample = v.sum(axis=axes, dtype=np.float64) / (v[0, 0].size or 1)
             sums[t] = sums.get(t, 0.0) + per_sample
-        if t not in table:
+        if t in table:
+            return
+        if histogram:  # (also the quantization report's)
+            amax[t] = max(amax.get(t, 0.0), hists.setdefault(t, AbsHistogram()).add(v))
+        else:
             amax[t] = max(amax.get(t, 0.0), float(v.max()), -float(v.min()))
-            hists.setdefault(t, AbsHistogram()).add(v)  # also for the quantization report
 
     for batch in _batches(feeds, BATCH):
         run_float(g, batch, dtype=np.float32, observe=observe)

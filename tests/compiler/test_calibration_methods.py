@@ -29,6 +29,28 @@ def test_histogram_keeps_every_value_as_its_range_doubles() -> None:
     assert h.counts.size == BINS
 
 
+def test_float32_channels_last_counts_as_float64() -> None:
+    """The in-place float32 path (a channels-last view, as float_exec's convs leave their outputs) bins every
+    value where the float64 path does, and returns the largest |value| calibration's minmax uses."""
+    x = np.random.default_rng(2).standard_normal((2, 5, 6, 7)).astype(np.float32)
+    x[0, 1] = 0.0
+    view = x.transpose(0, 2, 3, 1).copy().transpose(0, 3, 1, 2)  # NCHW shape, NHWC memory
+    a, b = AbsHistogram(), AbsHistogram()
+    assert a.add(view) == b.add(x.astype(np.float64)) == float(np.abs(x).max())
+    assert a.zeros == b.zeros == 42 and a.top == b.top
+    assert np.abs(a.counts - b.counts).sum() <= 2  # (a float32 product may round across a bin edge)
+    assert int(a.counts.sum()) == x.size - 42
+
+
+def test_minmax_builds_histograms_only_when_asked() -> None:
+    g = onnx_frontend.load(_outlier_model())
+    _, _, ctx = compile_graph(g, "nv_small", calib_inputs=_feeds(g))
+    assert ctx.histograms == {} and ctx.amax["y"] > 0
+    g = onnx_frontend.load(_outlier_model())  # (compiling lowers the graph in place)
+    _, _, kept = compile_graph(g, "nv_small", calib_inputs=_feeds(g), histograms=True)
+    assert set(kept.histograms) >= {"y"} and kept.amax == ctx.amax
+
+
 def test_methods_on_a_gaussian_with_one_outlier() -> None:
     h = AbsHistogram()
     rng = np.random.default_rng(1)
