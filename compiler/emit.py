@@ -2,6 +2,8 @@
 SDP operands in the WEIGHTS region, tensors, tasks and the memory plan."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from compiler.codegen.cdp import emit_cdp
@@ -48,15 +50,14 @@ def _slice_operand(op, k0: int, k1: int):
 
 
 def _sdp_slice(prm, k0: int, k1: int):
-    """The SDP parameters of kernel group [k0, k1): per-channel operands sliced."""
-    import copy
-
-    out = copy.deepcopy(prm)
+    """The SDP parameters of kernel group [k0, k1): per-channel operands sliced (new stage objects; the
+    node's own parameters and the LUT are shared, never written)."""
+    stages = {}
     for stage, _, _ in STAGES:
-        st = getattr(out, stage)
-        st.alu_operand = _slice_operand(st.alu_operand, k0, k1)
-        st.mul_operand = _slice_operand(st.mul_operand, k0, k1)
-    return out
+        st = getattr(prm, stage)
+        stages[stage] = replace(st, alu_operand=_slice_operand(st.alu_operand, k0, k1),
+                                mul_operand=_slice_operand(st.mul_operand, k0, k1))
+    return replace(prm, **stages)
 
 
 def _place_operands(prm, weights: _Weights, plan: MemoryPlan, dst: Cube, atom: int, rows: int,

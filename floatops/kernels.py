@@ -66,6 +66,10 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: tuple[in
         return y + _channel(b, 4).astype(y.dtype, copy=False) if b is not None else y
     xp = pad2d(x, pads)
     n, c = xp.shape[:2]
+    if g == 1 and tuple(strides) == (1, 1):
+        y = _conv_shifted(xp, w, dilations)
+        if y is not None:
+            return y + _channel(b, 4).astype(y.dtype, copy=False) if b is not None else y
     win = _windows(xp, (kh, kw), strides, dilations)  # (N, C, OH, OW, R, S)
     oh, ow = win.shape[2], win.shape[3]
     cols = (win.reshape(n, g, cg, oh, ow, kh, kw)
@@ -77,6 +81,32 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: tuple[in
     if b is not None:
         y = y + _channel(b, 4).astype(y.dtype, copy=False)
     return y
+
+
+def _conv_shifted(xp: np.ndarray, w: np.ndarray, dilations: tuple[int, int]) -> np.ndarray | None:
+    """A stride-1 convolution as one matmul per kernel tap over the padded input flattened channels-last: the
+    tap (i, j) of output pixel p is input row p + i*dy*Wp + j*dx, so each tap is a shifted view and no im2col
+    (R*S copies of the input) is built. Rows that wrap past a line end are computed and cropped, so it is used
+    only while they are few. None: im2col is the better choice."""
+    n, c, hp, wp = xp.shape
+    k, _, kh, kw = w.shape
+    dy, dx = dilations
+    oh, ow = hp - (kh - 1) * dy, wp - (kw - 1) * dx
+    if oh <= 0 or ow <= 0 or c < 16 or 4 * hp * wp > 5 * oh * ow:  # (thin or small maps: im2col is faster)
+        return None
+    xf = np.ascontiguousarray(xp.transpose(0, 2, 3, 1)).reshape(n * hp * wp, c)
+    rows = n * hp * wp - (kh - 1) * dy * wp - (kw - 1) * dx
+    wt = w.transpose(2, 3, 1, 0).astype(xp.dtype)  # (R, S, C, K)
+    y = np.empty((n * hp * wp, k), dtype=xp.dtype)
+    tmp = np.empty((rows, k), dtype=xp.dtype)
+    np.matmul(xf[:rows], wt[0, 0], out=y[:rows])
+    for i in range(kh):
+        for j in range(kw):
+            if i or j:
+                off = i * dy * wp + j * dx
+                np.matmul(xf[off:off + rows], wt[i, j], out=tmp)
+                y[:rows] += tmp
+    return y.reshape(n, hp, wp, k)[:, :oh, :ow].transpose(0, 3, 1, 2)
 
 
 def zero_insert(x: np.ndarray, strides: tuple[int, int], pads: tuple[int, int, int, int]) -> np.ndarray:

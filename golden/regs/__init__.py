@@ -110,7 +110,10 @@ class Register:
 
     def encode(self, **values: int | str) -> int:
         """Word for the given field values; unnamed fields are 0."""
-        return sum(self.field(k).encode(v) for k, v in values.items())
+        word = 0
+        for k, v in values.items():
+            word |= self.field(k).encode(v)
+        return word
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,8 @@ CONVS = [
     (4, 8, 11, 9, 3, 3, (1, 2), (2, 2, 2, 2), (2, 2), 2, True),  # grouped + dilated
     (5, 7, 6, 6, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1, True),  # pointwise
     (2, 4, 12, 12, 5, 5, (3, 3), (2, 1, 0, 3), (1, 2), 2, False),
+    (16, 8, 20, 20, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1, True),  # stride 1: one matmul per tap
+    (16, 4, 40, 24, 3, 2, (1, 1), (2, 3, 2, 3), (2, 3), 1, False),  # ... dilated
 ]
 
 
@@ -81,6 +83,16 @@ def test_conv(cfg: tuple) -> None:
     check("Conv", dict(strides=strides, pads=pads, dilations=dil, group=group), "Conv",
           dict(strides=list(strides), pads=[pads[0], pads[1], pads[2], pads[3]], dilations=list(dil), group=group),
           [x], consts)
+
+
+def test_wide_stride_one_convs_take_the_per_tap_path() -> None:
+    """The last two CONVS cases run ``_conv_shifted`` (compared with onnxruntime above); thin inputs do not."""
+    from floatops.kernels import _conv_shifted, pad2d
+
+    for c, k, h, w, r, s, _, pads, dil, _, _ in CONVS[-2:]:
+        xp = pad2d(rnd(1, c, h, w), pads)
+        assert _conv_shifted(xp, rnd(k, c, r, s), dil) is not None
+    assert _conv_shifted(rnd(1, 3, 20, 20), rnd(4, 3, 3, 3), (1, 1)) is None
 
 
 # (C, K/group, H, W, R, S, strides, pads, dilations, output_padding, bias)
