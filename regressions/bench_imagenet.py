@@ -54,11 +54,12 @@ def child_run(loadable: Path, inputs: int) -> dict:
     from runtime.executor import load
 
     net = load(loadable)
-    shape = net.input_shapes[net.inputs[0]]
+    name = net.inputs[0]
+    shape = net.input_shapes()[name]
     x = np.random.default_rng(0).standard_normal((inputs + 1, *shape[1:])).astype(np.float32)
-    net.run({net.inputs[0]: x[:1]})
+    net.run({name: x[:1]})
     t0 = time.perf_counter()
-    net.run({net.inputs[0]: x[1:]})
+    net.run({name: x[1:]})
     return {"seconds_per_input": (time.perf_counter() - t0) / inputs, "peak_rss_mb": _peak_mb()}
 
 

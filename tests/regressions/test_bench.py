@@ -170,3 +170,19 @@ def test_plot_draws_partial_and_full_results(tmp_path):
     plot_history([full, {**full, "golden_conv_gemm_ratio": 0.5}, {"machine": {}}], tmp_path / "history.png")
     assert_png(tmp_path / "history.png")
     assert not list(tmp_path.glob(".*.tmp*")), "temporary files are renamed into place"
+
+
+def test_imagenet_children_compile_and_run_a_network(tmp_path):
+    """The ``imagenet`` section's children (``python -m regressions.bench_imagenet compile|run``) on a small
+    network: each reports its figures as the JSON line the section reads."""
+    import onnx
+
+    from regressions import bench_imagenet
+    from regressions.lib.zoo import ZOO
+
+    model, out = tmp_path / "lenet.onnx", tmp_path / "lenet.dla"
+    onnx.save(ZOO["lenet"](0), model)
+    built = bench_imagenet._child(["compile", str(model), "nv_small", str(out)])
+    assert built["seconds"] > 0 and built["peak_rss_mb"] > 0 and out.stat().st_size > 0
+    ran = bench_imagenet._child(["run", str(out), "2"])
+    assert ran["seconds_per_input"] > 0 and ran["peak_rss_mb"] > 0
