@@ -142,6 +142,7 @@ class Dla:
             if name in LUT_UNITS:
                 state.lut = {t: np.zeros(n, dtype=np.int64) for t, n in LUT_DEPTH.items()}
             self.units[name] = state
+        self._present = self.hw.units
         self.intr_status = 0
         self.intr_mask = 0
         self._cfgrom = cfgrom_values(hw) if "CFGROM" in self.map.bases else {}
@@ -169,7 +170,7 @@ class Dla:
         return self.units[reg.unit], reg
 
     def _check_present(self, reg: Register) -> None:
-        if reg.unit not in self.hw.units:
+        if reg.unit not in self._present:
             raise UnsupportedError(reg.unit, f"{self.hw.name} has no {reg.unit} (register {reg.full_name})")
 
     @property
@@ -245,7 +246,7 @@ class Dla:
         """A CSB read of a byte address."""
         state, reg = self._register_at(addr)
         unit, name = reg.unit, reg.name
-        if unit not in self.hw.units:
+        if unit not in self._present:
             return 0
         if unit == "CFGROM":
             return self._cfgrom.get(name, 0)

@@ -139,6 +139,21 @@ class _TaskRecord:
 
 
 # ---- the network ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OpProgram:
+    """One DLA operation as the executor replays it for every sample (``Network.program``)."""
+
+    #: (CSB address, word, ping-pong unit whose S_POINTER this writes or None): the group is chosen per run
+    writes: tuple[tuple[int, int, str | None], ...]
+    #: units the program starts (D_OP_ENABLE), in program order
+    units: tuple[str, ...]
+    #: every ping-pong unit whose registers it writes or whose group it starts
+    touched: frozenset[str]
+    inputs: frozenset[str]
+    outputs: frozenset[str]
+    interrupt_mask: int
+
+
 class Network:
     """A loaded, validated loadable, ready to run on a Target."""
 
@@ -166,6 +181,29 @@ class Network:
         self.intr_status_addr = self.regmap.address("GLB", "S_INTR_STATUS")
         #: most DLA operations in flight at once per ping-pong unit over the runs so far (pipelining)
         self.concurrency: dict[str, int] = {}
+        self._programs: dict[tuple[int, int], OpProgram] = {}
+
+    def program(self, task: pb.Task, index: int) -> "OpProgram":
+        """Operation ``index`` of ``task`` decoded once for every sample: relocations resolved against this
+        network's placement, its units and tensors as sets (the protobuf is not walked again per sample)."""
+        key = (task.id, index)
+        prog = self._programs.get(key)
+        if prog is None:
+            op = task.dla.ops[index]
+            writes = []
+            for w in op.writes:
+                unit = None
+                if w.HasField("reloc"):  # (as ``_Execution._value``)
+                    value = (self.placement.address(w.reloc.region, w.reloc.offset) >> w.reloc.shift) & 0xFFFFFFFF
+                else:
+                    value, unit = w.value, self.pointer_units.get(w.addr)
+                writes.append((w.addr, value, unit))
+            units = tuple(self.op_units(op))
+            touched = frozenset(units) | {u for w in op.writes if (u := self._pingpong_unit(w.addr))}
+            prog = OpProgram(tuple(writes), units, touched, frozenset(op.inputs), frozenset(op.outputs),
+                             op.interrupt_mask)
+            self._programs[key] = prog
+        return prog
 
     def dla_ops(self) -> list[tuple[pb.Task, int, pb.DlaOp]]:
         """Every DLA operation: (its task, its index in the task, the op)."""
@@ -563,11 +601,12 @@ class _Execution:
             except (InterruptTimeout, DlaError) as exc:
                 raise ExecutionError(f"{where}: {type(exc).__name__}: {exc}") from exc
 
-        for op in task.dla.ops:
+        write_reg = self.target.write_reg
+        for index, op in enumerate(task.dla.ops):
+            prog = self.net.program(task, index)
             where = f"task {task.id} ({task.name!r}) op {op.name!r}"
             # every ping-pong unit whose group registers the op writes or whose group it starts
-            units = set(self.net.op_units(op)) | {u for w in op.writes if (u := self.net._pingpong_unit(w.addr))}
-            ins, outs = set(op.inputs), set(op.outputs)
+            units, ins, outs = prog.touched, prog.inputs, prog.outputs
 
             def blocked() -> bool:
                 for _, u, i, o, _ in inflight:
@@ -579,12 +618,12 @@ class _Execution:
                 await retire()
             groups = self.groups[id(self.target)]
             try:
-                for w in op.writes:
-                    await self.target.write_reg(w.addr, self._value(w, groups))
+                for addr, value, pointer in prog.writes:
+                    await write_reg(addr, value if pointer is None else groups.pointer(pointer, value))
             except DlaError as exc:
                 raise ExecutionError(f"{where}: {type(exc).__name__}: {exc}") from exc
-            inflight.append((where, units, ins, outs, groups.done_bits(op.interrupt_mask)))
-            groups.started(self.net.op_units(op))
+            inflight.append((where, units, ins, outs, groups.done_bits(prog.interrupt_mask)))
+            groups.started(prog.units)
             for unit in units:
                 n = sum(1 for f in inflight if unit in f[1])
                 self.max_in_flight[unit] = max(self.max_in_flight.get(unit, 0), n)

@@ -53,8 +53,9 @@ class GoldenTarget:
         before = self.dla.intr_status
         self.dla.write_reg(addr, value)
         raised = self.dla.intr_status & ~before
-        self._queue += [b for b in HARDWARE_ORDER if raised >> b & 1]
-        self._queue += [b for b in range(32) if raised >> b & 1 and b not in HARDWARE_ORDER]
+        if raised:
+            self._queue += [b for b in HARDWARE_ORDER if raised >> b & 1]
+            self._queue += [b for b in range(32) if raised >> b & 1 and b not in HARDWARE_ORDER]
 
     async def read_reg(self, addr: int) -> int:
         polled = self._last_read == addr

@@ -44,6 +44,7 @@ import numpy as np
 
 from golden.arith import sign_extend
 from golden.config import HwConfig
+from golden.decode_memo import memo_views
 from golden.dma import CONV_UNITS, conv_precisions, dma_address, dma_bytes, ram_space
 from golden.engines import Engine, OpContext, cdma_image, conv_batch, conv_fp16, conv_wcomp, conv_winograd, register
 from golden.engines.conv_datapath import (
@@ -109,8 +110,10 @@ def _check_supported(regs: dict[str, RegView], hw: HwConfig) -> str:
     return dtype
 
 
+@memo_views
 def decode(regs: dict[str, RegView], hw: HwConfig) -> ConvGeometry:
-    """The convolution the registers program, after every legality check the cmod asserts.
+    """The convolution the registers program, after every legality check the cmod asserts (decoded once per
+    distinct program: ``golden.decode_memo``).
 
     Register values are stored minus one, so sizes, strides and dilations of 0 are legal (they mean 1); what
     can be illegal is units disagreeing with each other or with the memory layout and CBUF.

@@ -39,6 +39,7 @@ from golden import fp
 from golden.arith import rha, sat, sign_extend
 from golden.engines import Engine, OpContext, Views, conv_batch, register
 from golden.config import HwConfig
+from golden.decode_memo import memo_view
 from golden.dma import dma_address, dma_bytes, space_for
 from golden.engines.sdp_lut import lut_lookup, lut_lookup_fp
 from golden.lut import LutRegisters
@@ -246,6 +247,12 @@ class DmaOperand:
 
 def _x_configs(sdp: RegView) -> tuple[XConfig, XConfig]:
     return XConfig.from_view(sdp, "BS"), XConfig.from_view(sdp, "BN")
+
+
+@memo_view
+def _configs(sdp: RegView) -> tuple[XConfig, XConfig, YConfig, OutCvt]:
+    """X1, X2, Y and the output CVT, decoded once per distinct SDP program (``golden.decode_memo``)."""
+    return (*_x_configs(sdp), YConfig.from_view(sdp), OutCvt.from_view(sdp))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -594,8 +601,7 @@ def rdma_needed(regs: Views) -> bool:
     sdp = regs["SDP"]
     if sdp.D_FEATURE_MODE_CFG.FLYING_MODE != FLYING_ON:
         return True
-    x1, x2 = _x_configs(sdp)
-    y = YConfig.from_view(sdp)
+    x1, x2, y, _ = _configs(sdp)
     return any(s.uses_alu_mem or s.uses_mul_mem for s in (x1, x2, y))
 
 
@@ -607,9 +613,7 @@ def run(ctx: OpContext) -> np.ndarray | None:
     rdma = ctx.regs["SDP_RDMA"] if needs_rdma else None
     hw = ctx.hw
 
-    x1, x2 = _x_configs(sdp)
-    y = YConfig.from_view(sdp)
-    cvt = OutCvt.from_view(sdp)
+    x1, x2, y, cvt = _configs(sdp)
     proc, out_dtype = _check_precision(sdp, rdma, reads_input=source(ctx.regs) is None, hw=hw)
     is_fp = proc == "fp16"
     # Every modelled precision pair keeps the element size, so input and output share one layout.

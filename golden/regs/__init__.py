@@ -43,17 +43,22 @@ class Field:
     reset: int
     enum: Mapping[str, int] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def width(self) -> int:
         return self.msb - self.lsb + 1
 
-    @property
+    @cached_property
+    def low_mask(self) -> int:
+        """Mask of this field's bits once shifted down (decoding is per field read: engines read ~200 a op)."""
+        return (1 << self.width) - 1
+
+    @cached_property
     def mask(self) -> int:
         """Mask of this field's bits in the register word."""
-        return ((1 << self.width) - 1) << self.lsb
+        return self.low_mask << self.lsb
 
     def decode(self, word: int) -> int:
-        return (word >> self.lsb) & ((1 << self.width) - 1)
+        return (word >> self.lsb) & self.low_mask
 
     def decode_signed(self, word: int) -> int:
         v = self.decode(word)
@@ -94,6 +99,12 @@ class Register:
             raise RegisterError(f"{self.unit}.{self.name} has no field {name}") from None
 
     @cached_property
+    def value_class(self) -> type:
+        """``RegValue`` with a property per field (names that would hide a method keep ``__getattr__``)."""
+        props = {f.name: _field_getter(f) for f in self.fields if not hasattr(RegValue, f.name)}
+        return type(f"RegValue_{self.unit}_{self.name}", (RegValue,), {"__slots__": (), **props})
+
+    @cached_property
     def reset(self) -> int:
         return sum((f.reset << f.lsb) & f.mask for f in self.fields)
 
@@ -128,6 +139,18 @@ class Unit:
     @cached_property
     def by_offset(self) -> dict[int, Register]:
         return {r.offset: r for r in self.registers}
+
+    @cached_property
+    def config_offsets(self) -> tuple[int, ...]:
+        """Offsets of the registers software writes (any writable field): what a decoded configuration can
+        depend on; status and counters the engines report are left out."""
+        return tuple(r.offset for r in self.registers if r.write_mask)
+
+    @cached_property
+    def view_class(self) -> type:
+        """``RegView`` with a property per register of this unit."""
+        props = {r.name: _register_getter(r) for r in self.registers if not hasattr(RegView, r.name)}
+        return type(f"RegView_{self.name}", (RegView,), props)
 
     def register(self, name: str) -> Register:
         """Register by NVDLA name, with or without the ``_0`` instance suffix."""
@@ -215,10 +238,27 @@ def register_map(kind: AddressMapKind = "small") -> RegisterMap:
     return RegisterMap(kind)
 
 
+def _field_getter(f: Field) -> property:
+    lsb, low = f.lsb, f.low_mask
+    return property(lambda self: (self._word >> lsb) & low, doc=f"{f.name}[{f.msb}:{f.lsb}]")
+
+
+def _register_getter(reg: Register) -> property:
+    offset, reset = reg.offset, reg.reset
+    return property(lambda self: reg.value_class(reg, self._words.get(offset, reset)), doc=reg.full_name)
+
+
 class RegValue:
-    """One register word with attribute access to its fields (``cfg.KERNEL_WIDTH``)."""
+    """One register word with attribute access to its fields (``cfg.KERNEL_WIDTH``).
+
+    ``RegValue(reg, word)`` is an instance of ``reg.value_class``, a subclass with one property per field:
+    engines read a few hundred fields per operation, and a property costs a fifth of ``__getattr__`` (which
+    Python reaches only after raising an AttributeError inside)."""
 
     __slots__ = ("_reg", "_word")
+
+    def __new__(cls, reg: Register, word: int):
+        return object.__new__(reg.value_class if cls is RegValue else cls)
 
     def __init__(self, reg: Register, word: int) -> None:
         self._reg = reg
@@ -231,7 +271,7 @@ class RegValue:
         return self._word
 
     def __getattr__(self, name: str) -> int:
-        return self._reg.field(name).decode(self._word)
+        return self._reg.field(name).decode(self._word)  # (a field without a property: raises, naming it)
 
     def signed(self, name: str) -> int:
         return self._reg.field(name).decode_signed(self._word)
@@ -248,7 +288,13 @@ class RegValue:
 
 
 class RegView:
-    """Decoded view of one unit's register group, as an engine reads it (``view.D_DATA_FORMAT``)."""
+    """Decoded view of one unit's register group, as an engine reads it (``view.D_DATA_FORMAT``).
+
+    ``RegView(unit, words)`` is an instance of ``unit.view_class``: one property per register (see
+    ``RegValue``); other spellings (``D_DATA_FORMAT_0``) go through ``__getattr__``."""
+
+    def __new__(cls, unit: Unit, words: Mapping[int, int]):
+        return object.__new__(unit.view_class if cls is RegView else cls)
 
     def __init__(self, unit: Unit, words: Mapping[int, int]) -> None:
         self.unit = unit
@@ -262,6 +308,10 @@ class RegView:
 
     def word(self, name: str) -> int:
         return int(getattr(self, name))
+
+    def snapshot(self) -> tuple:
+        """The words of every software-written register, as they are now (``golden.decode_memo`` keys)."""
+        return tuple(map(self._words.get, self.unit.config_offsets))
 
     def __repr__(self) -> str:
         return f"RegView({self.unit.name})"
