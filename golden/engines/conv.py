@@ -276,7 +276,8 @@ def _direct(ctx: OpContext, geom: ConvGeometry) -> np.ndarray:
         raw = np.frombuffer(plan.weights, dtype=np.uint8)
     else:
         raw = conv_wcomp.read_weights(hw, ctx.mem, regs, geom.kernels, geom.weight_bytes // geom.kernels, geom.dtype)
-    out, saturated = cacc_cube(hw, x, unpack_weights(raw, geom, hw), geom, regs["CACC"].D_CLIP_CFG.CLIP_TRUNCATE)
+    out, saturated = cacc_cube(hw, x, unpack_weights(raw, geom, hw, compact=True), geom,
+                             regs["CACC"].D_CLIP_CFG.CLIP_TRUNCATE)
     ctx.report("CACC", "D_OUT_SATURATION", saturated)
     return out
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import weakref
 
 from dataclasses import dataclass
 
@@ -166,11 +167,14 @@ def weight_byte_offsets(
     return offsets
 
 
-def unpack_weights(raw: np.ndarray, geom: ConvGeometry, hw: HwConfig, dtype: str | None = None) -> np.ndarray:
+def unpack_weights(raw: np.ndarray, geom: ConvGeometry, hw: HwConfig, dtype: str | None = None,
+                   compact: bool = False) -> np.ndarray:
     """Weight bytes (at least ``geom.weight_bytes``) -> int64 array (K, C, R, S).
 
     int16 weights are 2-byte little-endian elements in the int8 element order, with kernel groups of
-    atomic K / 2 (the element offsets of ``weight_byte_offsets`` count elements, not bytes)."""
+    atomic K / 2 (the element offsets of ``weight_byte_offsets`` count elements, not bytes). ``compact``
+    returns the cache's own read-only int8/int16 array instead of an int64 copy: the same object for the
+    same weights, so ``direct_conv`` can keep what it derives from them (``_weight_stats``)."""
     dtype = dtype or geom.dtype
     shape = (geom.kernels, geom.channels, geom.kernel_height, geom.kernel_width)
     key = (hw.name, dtype, shape, hw.mac_atomic_k_for(dtype), hw.mac_atomic_c,  # type: ignore[arg-type]
@@ -178,14 +182,16 @@ def unpack_weights(raw: np.ndarray, geom: ConvGeometry, hw: HwConfig, dtype: str
     hit = _UNPACKED.get(key)
     if hit is not None:
         _UNPACKED.move_to_end(key)
-        return hit.astype(np.int64)
+        return hit if compact else hit.astype(np.int64)
     w = _unpack(raw, geom, hw, dtype)
-    _UNPACKED[key] = w.astype(np.int8 if dtype == "int8" else np.int16)
-    _UNPACKED_BYTES[0] += _UNPACKED[key].nbytes + len(key[-1])
+    small = w.astype(np.int8 if dtype == "int8" else np.int16)
+    small.flags.writeable = False  # shared by every later hit
+    _UNPACKED[key] = small
+    _UNPACKED_BYTES[0] += small.nbytes + len(key[-1])
     while _UNPACKED_BYTES[0] > UNPACK_CACHE_BYTES and _UNPACKED:
         old_key, old = _UNPACKED.popitem(last=False)
         _UNPACKED_BYTES[0] -= old.nbytes + len(old_key[-1])
-    return w
+    return small if compact else w
 
 
 #: Unpacked weights of recent convs, keyed by their bytes: a network runs the same layers for every sample,
@@ -227,7 +233,41 @@ def cdma_convert(x: np.ndarray, offset: int, scale: int, truncate: int, out_bits
     return sat(sat(rha((np.asarray(x, dtype=np.int64) - offset) * scale, truncate), 17), out_bits)
 
 
-def direct_conv(x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> np.ndarray:
+@dataclass(frozen=True)
+class _WeightStats:
+    """What ``direct_conv`` derives from a weight array, independent of the data."""
+
+    wmax: int  # max |w|
+    wmat32: np.ndarray  # (K, R*S*C) float32, tap-major like the im2col rows (exact: |w| < 2^24)
+    tap_sums: np.ndarray  # (K, R*S) float64: sum over channels of |w| per kernel and tap
+
+
+#: Stats of recent read-only weight arrays (the unpack cache's), by id with a weak reference to check the
+#: id still names the same array; at most ``STATS_BYTES`` of float32 matrices.
+STATS_BYTES = 256 << 20
+_STATS: "collections.OrderedDict[int, tuple[weakref.ref, _WeightStats]]" = collections.OrderedDict()
+
+
+def _weight_stats(w: np.ndarray) -> _WeightStats:
+    key = id(w)
+    hit = _STATS.get(key)
+    if hit is not None and hit[0]() is w:
+        _STATS.move_to_end(key)
+        return hit[1]
+    K, C, R, S = w.shape
+    wmat32 = np.ascontiguousarray(np.asarray(w, dtype=np.float32).transpose(0, 2, 3, 1).reshape(K, R * S * C))
+    stats = _WeightStats(_abs_max(w), wmat32,
+                         np.abs(wmat32).reshape(K, R * S, C).sum(axis=2, dtype=np.float64))
+    if not w.flags.writeable:  # only arrays that cannot change under the same id (the unpack cache's)
+        _STATS[key] = (weakref.ref(w), stats)
+        total = sum(v[1].wmat32.nbytes for v in _STATS.values())
+        while total > STATS_BYTES and len(_STATS) > 1:
+            _, (_, old) = _STATS.popitem(last=False)
+            total -= old.wmat32.nbytes
+    return stats
+
+
+def direct_conv(x: np.ndarray, w: np.ndarray, geom: ConvGeometry, xmax: int | None = None) -> np.ndarray:
     """CSC + CMAC + CACC accumulation: exact int64 sums (K, OH, OW) of
 
     ``acc[k, oy, ox] = sum_{c,r,s} w[k,c,r,s] * X[c, oy*Sy + r*Dy - pad_top, ox*Sx + s*Dx - pad_left]``
@@ -237,29 +277,36 @@ def direct_conv(x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> np.ndarray:
     int16 while ``C*R*S*2^30 <= 2^52``, else the same blocks run as exact int64 products.
     """
     g = geom
-    biggest = max(1, int(np.max(np.abs(x[: g.channels]), initial=0)), abs(g.pad_value)) * max(1, int(np.max(np.abs(w), initial=0)))
-    exact_float = g.channels * g.kernel_height * g.kernel_width * biggest <= (1 << 52)
-    work = np.float64 if exact_float else np.int64
     C, K, R, S, OH, OW = g.channels, g.kernels, g.kernel_height, g.kernel_width, g.out_height, g.out_width
+    if xmax is None:
+        xmax = _abs_max(x[:C])
+    xmax = max(1, xmax, abs(g.pad_value))
+    ws = _weight_stats(w)
+    exact_float = C * R * S * xmax * max(1, ws.wmax) <= (1 << 52)
+    work = np.float64 if exact_float else np.int64
     # Padded input covering every tap: rows -pad_top .. (OH-1)*Sy + (R-1)*Dy - pad_top, columns likewise.
     span_h = (OH - 1) * g.stride_y + (R - 1) * g.dilation_y + 1
     span_w = (OW - 1) * g.stride_x + (S - 1) * g.dilation_x + 1
     taps = [(r, s) for r in range(R) for s in range(S)]
     # Weights as (K, taps*C), tap-major to match the im2col rows.
-    wmat = np.ascontiguousarray(np.asarray(w, dtype=work).transpose(0, 2, 3, 1).reshape(K, R * S * C))
+    if exact_float:
+        wmat = ws.wmat32  # blocks beyond float32's exact range widen it to float64 (exactly)
+    else:
+        wmat = np.ascontiguousarray(np.asarray(w, dtype=work).transpose(0, 2, 3, 1).reshape(K, R * S * C))
     rows = int(min(OH, max(1, _IM2COL_LIMIT // max(1, len(taps) * C * OW))))
     taps_per_block = int(min(len(taps), max(1, _IM2COL_LIMIT // max(1, C * rows * OW))))
-    xmax = max(1, int(np.max(np.abs(x[:C]), initial=0)), abs(g.pad_value))
-    single = None
+    tap_sums = None
     if exact_float:
         # Taps per block small enough for float32 (module docstring); each block is checked exactly below.
-        per_tap = np.abs(wmat).reshape(K, len(taps), C).sum(axis=2).max(axis=0) * xmax  # bound per tap
+        tap_sums = ws.tap_sums
+        per_tap = tap_sums.max(axis=0) * xmax  # bound per tap
         if per_tap.max(initial=0) < _F32_EXACT:
             fit = max(1, int(_F32_EXACT // max(1.0, float(per_tap.mean()) * 1.25)))
             taps_per_block = min(taps_per_block, fit)
-            single = np.abs(wmat)
+        else:
+            tap_sums = None
 
-    padded = np.full((C, span_h, span_w), g.pad_value, dtype=np.float32 if single is not None else work)
+    padded = np.full((C, span_h, span_w), g.pad_value, dtype=np.float32 if tap_sums is not None else work)
     y0, y1 = max(0, -g.pad_top), min(g.height, span_h - g.pad_top)
     x0, x1 = max(0, -g.pad_left), min(g.width, span_w - g.pad_left)
     if y0 < y1 and x0 < x1:
@@ -279,15 +326,21 @@ def direct_conv(x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> np.ndarray:
                 cols_sel = slice(xs, xs + (OW - 1) * g.stride_x + 1, g.stride_x)
                 cols[i] = padded[:, rows_sel, cols_sel]
             wblock = wmat[:, t0 * C : (t0 + len(block)) * C]
-            if single is not None and float(single[:, t0 * C:(t0 + len(block)) * C].sum(axis=1).max()) * xmax \
-                    < _F32_EXACT:
-                part = (wblock.astype(np.float32) @ cols.reshape(len(block) * C, n * OW)).astype(np.float64)
+            if tap_sums is not None and float(tap_sums[:, t0:t0 + len(block)].sum(axis=1).max()) * xmax < _F32_EXACT:
+                part = (wblock @ cols.reshape(len(block) * C, n * OW)).astype(np.float64)
             else:
-                part = wblock @ cols.reshape(len(block) * C, n * OW).astype(work, copy=False)
+                part = wblock.astype(work, copy=False) @ cols.reshape(len(block) * C, n * OW).astype(work, copy=False)
             acc = part if acc is None else acc + part
         assert acc is not None
         out[:, oy0 : oy0 + n, :] = acc.reshape(K, n, OW).astype(np.int64)
     return out
+
+
+def _abs_max(a: np.ndarray) -> int:
+    """max |a| of an integer array without abs's copy (and without int8's -128 overflowing in it)."""
+    if not a.size:
+        return 0
+    return max(int(a.max()), -int(a.min()))
 
 
 def cacc_deliver(acc: np.ndarray, clip_truncate: int) -> tuple[np.ndarray, int]:
@@ -297,15 +350,16 @@ def cacc_deliver(acc: np.ndarray, clip_truncate: int) -> tuple[np.ndarray, int]:
     return out, int(np.count_nonzero(out != v))
 
 
-def check_assembly_bound(x: np.ndarray, w: np.ndarray, geom: ConvGeometry) -> None:
+def check_assembly_bound(x: np.ndarray, w: np.ndarray, geom: ConvGeometry, xmax: int | None = None) -> None:
     """CACC's 48-bit assembly saturates step by step, so the order of partial sums would matter once any of
     them can reach 2^47. int8 never gets there (module docstring); int16 can in principle. When the static
     bound ``C*R*S*max|w|*max|x|`` allows it, the exact bound ``sum |w|*|X|`` is computed and, if it still
     reaches 2^47, the operation is refused rather than modelled in an unverified order."""
     taps = geom.channels * geom.kernel_height * geom.kernel_width
-    xmax = max(int(np.max(np.abs(x), initial=0)), abs(geom.pad_value))
-    if taps * xmax * int(np.max(np.abs(w), initial=0)) < CACC_ASSEMBLY_LIMIT:
+    xmax = max(_abs_max(x) if xmax is None else xmax, abs(geom.pad_value))
+    if taps * xmax * _weight_stats(w).wmax < CACC_ASSEMBLY_LIMIT:
         return
+    w = np.asarray(w, dtype=np.int64)
     bound = direct_conv(np.abs(x), np.abs(w), ConvGeometry(**{**geom.__dict__, "pad_value": abs(geom.pad_value)}))
     if int(np.max(bound, initial=0)) >= CACC_ASSEMBLY_LIMIT:
         raise UnsupportedError(
@@ -328,8 +382,9 @@ def cacc_cube(
     the CACC cube (K rounded up to the memory atom, OH, OW) int64 handed to SDP, the padding lanes 0, and the
     count for ``D_OUT_SATURATION``. (It takes no OpContext: ``golden.cbuf`` imports this module and
     ``golden.engines`` refers to ``golden.cbuf``, so importing the engines package here would close a cycle.)"""
-    check_assembly_bound(x, w, geom)
-    acc = direct_conv(x, w, geom)
+    xmax = _abs_max(x[: geom.channels])
+    check_assembly_bound(x, w, geom, xmax)
+    acc = direct_conv(x, w, geom, xmax)
     atom = hw.atom_elements(geom.dtype)  # type: ignore[arg-type]
     out = np.zeros((-(-geom.kernels // atom) * atom, geom.out_height, geom.out_width), dtype=np.int64)
     out[: geom.kernels], saturated = cacc_deliver(acc, clip_truncate)

@@ -326,16 +326,17 @@ def y_core(x: np.ndarray, cfg: YConfig, alu_op: np.ndarray | int, mul_op: np.nda
     return np.asarray(v, dtype=np.int64)
 
 
-def output_cvt(x: np.ndarray, cvt: OutCvt, out_bits: int = 8) -> tuple[np.ndarray, int]:
+def output_cvt(x: np.ndarray, cvt: OutCvt, out_bits: int = 8, count: bool = True) -> tuple[np.ndarray, int]:
     """C stage (cmod ``sdp_c.cpp``): ``sat_out(sat17(rha((x − offset)·scale, shift)))`` with ``out_bits`` 8
     (int8) or 16 (int16).
 
     Also returns the cmod's D_PERF_OUT_SATURATION count: lanes where the 17-bit result differs by more
-    than 1 from the plain arithmetic shift (``IntShiftRightSat``; the final int8/int16 clamp is not counted).
+    than 1 from the plain arithmetic shift (``IntShiftRightSat``; the final int8/int16 clamp is not counted),
+    or 0 without ``count`` (D_PERF_ENABLE.PERF_SAT_EN off: nobody reads it).
     """
     v = (np.asarray(x, dtype=np.int64) - cvt.offset) * cvt.scale  # 33 x 16 bits
     t = sat(rha(v, cvt.shift), 17)
-    saturated = int(np.count_nonzero(np.abs((v >> cvt.shift) - t) > 1))
+    saturated = int(np.count_nonzero(np.abs((v >> cvt.shift) - t) > 1)) if count else 0
     return sat(t, out_bits), saturated
 
 
@@ -723,7 +724,7 @@ def run(ctx: OpContext) -> np.ndarray | None:
     elif out_dtype == "fp16":
         out, saturated = output_cvt_to_fp16(x, cvt)
     else:
-        out, saturated = output_cvt(x, cvt, 8 * bpe)
+        out, saturated = output_cvt(x, cvt, 8 * bpe, count=bool(perf.PERF_SAT_EN))
     if perf.PERF_SAT_EN:
         ctx.report("SDP", "D_PERF_OUT_SATURATION", saturated)
     if out_dtype == "fp16" and perf.PERF_NAN_INF_COUNT_EN:
@@ -766,6 +767,8 @@ def _flying_input(ctx: OpContext, sdp: RegView, shape: tuple[int, int, int], is_
             x = data.astype(np.int64) & 0xFFFFFFFF
         else:
             raise UnsupportedError("FP16", f"fp16 SDP needs FP32 data from CACC (np.float32), got {data.dtype}")
+    elif data.dtype == np.int64 and data.size and -(1 << 31) <= int(data.min()) and int(data.max()) < (1 << 31):
+        x = data  # CACC's sat32 output: already the int32 values (read only below)
     else:
         x = np.asarray(sign_extend(data.astype(np.int64), 32), dtype=np.int64)
     if x.shape != shape:
