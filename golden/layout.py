@@ -64,9 +64,41 @@ class CubeLayout:
         )
 
 
+#: Widest cube (bytes from base to its end) moved through one contiguous span and a strided view of it.
+_VIEW_SPAN_LIMIT = 64 << 20
+
+
+def _span_view(layout: CubeLayout, span: np.ndarray) -> np.ndarray | None:
+    """The cube's bytes as a strided (padded C, H, W, bpe) view of ``span`` (its bytes from the base address),
+    or None when elements could overlap (strides shorter than what they step over), where only the offset
+    arrays define which write lands last."""
+    L = layout
+    pixel = L.atom * L.bpe
+    if (L.height > 1 and L.line_stride < L.width * pixel) or \
+            (L.surfaces > 1 and L.surf_stride < (L.height - 1) * L.line_stride + L.width * pixel) or \
+            L.line_stride < 0 or L.surf_stride < 0:
+        return None
+    view = np.lib.stride_tricks.as_strided(
+        span, shape=(L.surfaces, L.atom, L.height, L.width, L.bpe),
+        strides=(L.surf_stride, L.bpe, L.line_stride, pixel, 1))
+    return view
+
+
+def _cube_bytes(space: AddressSpace, base: int, layout: CubeLayout) -> np.ndarray:
+    """(padded C, H, W, bpe) bytes of the cube: one contiguous read and a strided view when the layout allows
+    (an op's cube is a handful of numpy calls, not an int64 offset per byte), else a gather."""
+    span = layout.span()
+    if 0 < span <= _VIEW_SPAN_LIMIT and type(space) is AddressSpace:  # (a counting space counts cube bytes)
+        buf = space.read(base, span)
+        view = _span_view(layout, buf)
+        if view is not None:
+            return view.reshape(layout.padded_channels, layout.height, layout.width, layout.bpe)
+    return space.gather(base, layout.byte_offsets())
+
+
 def read_cube(space: AddressSpace, base: int, layout: CubeLayout, signed: bool = True) -> np.ndarray:
     """The cube as int64 (padded C, H, W), including the padding lanes of the last surface."""
-    raw = space.gather(base, layout.byte_offsets())
+    raw = _cube_bytes(space, base, layout)
     if layout.bpe == 1:
         vals = raw[..., 0].view(np.int8) if signed else raw[..., 0]
         return vals.astype(np.int64)
@@ -80,4 +112,12 @@ def write_cube(space: AddressSpace, base: int, layout: CubeLayout, data: np.ndar
         raise ValueError(f"cube shape {data.shape} does not match layout {layout}")
     dt = {1: "<i1", 2: "<i2", 4: "<i4"}[layout.bpe]
     raw = np.ascontiguousarray(data.astype(np.int64).astype(dt)).view(np.uint8).reshape(data.shape + (layout.bpe,))
+    span = layout.span()
+    if 0 < span <= _VIEW_SPAN_LIMIT and type(space) is AddressSpace:
+        buf = space.read(base, span)  # (what ``scatter`` does: the bytes between lines are written back as read)
+        view = _span_view(layout, buf)
+        if view is not None:
+            view[...] = raw.reshape(view.shape)
+            space.write(base, buf)
+            return
     space.scatter(base, layout.byte_offsets(), raw)
