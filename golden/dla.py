@@ -225,7 +225,7 @@ class Dla:
             )
         group[reg.offset] = stored
         if reg.offset == state.unit.op_enable_offset and stored & 1:
-            self._fire()
+            self._fire(unit)
 
     def _lut_access(self, state: UnitState, value: int) -> int:
         table = state.lut[state.lut_table]
@@ -318,12 +318,16 @@ class Dla:
                 return None
         return chain
 
-    def _fire(self) -> None:
-        """Run every chain whose units are all armed, until nothing more can run."""
+    def _fire(self, armed: str | None = None) -> None:
+        """Run every chain whose units are all armed, until nothing more can run. Arming ``armed`` can only
+        complete a chain through an engine that owns it, so the first round asks those engines alone; after a
+        chain runs (consumer groups toggle) every engine is asked again."""
+        engines = list(self.engines.values())
+        candidates = engines if armed is None else [e for e in engines if armed in e.all_units]
         progress = True
         while progress:
             progress = False
-            for engine in self.engines.values():
+            for engine in candidates:
                 if not all(self._armed(u) for u in engine.units):
                     continue
                 chain = self._chain(engine)
@@ -332,6 +336,7 @@ class Dla:
                 self._run_chain(chain)
                 progress = True
                 break
+            candidates = engines
 
     def _run_chain(self, chain: list[Engine]) -> None:
         views: dict[str, RegView] = {}

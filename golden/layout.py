@@ -84,7 +84,7 @@ def _span_view(layout: CubeLayout, span: np.ndarray) -> np.ndarray | None:
     return view
 
 
-def _cube_bytes(space: AddressSpace, base: int, layout: CubeLayout) -> np.ndarray:
+def cube_bytes(space: AddressSpace, base: int, layout: CubeLayout) -> np.ndarray:
     """(padded C, H, W, bpe) bytes of the cube: one contiguous read and a strided view when the layout allows
     (an op's cube is a handful of numpy calls, not an int64 offset per byte), else a gather."""
     span = layout.span()
@@ -98,7 +98,7 @@ def _cube_bytes(space: AddressSpace, base: int, layout: CubeLayout) -> np.ndarra
 
 def read_cube(space: AddressSpace, base: int, layout: CubeLayout, signed: bool = True) -> np.ndarray:
     """The cube as int64 (padded C, H, W), including the padding lanes of the last surface."""
-    raw = _cube_bytes(space, base, layout)
+    raw = cube_bytes(space, base, layout)
     if layout.bpe == 1:
         vals = raw[..., 0].view(np.int8) if signed else raw[..., 0]
         return vals.astype(np.int64)

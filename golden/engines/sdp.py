@@ -45,7 +45,7 @@ from golden.engines.sdp_lut import lut_lookup, lut_lookup_fp
 from golden.lut import LutRegisters
 from golden.errors import UnsupportedError
 from golden.intr import unit_done_bits
-from golden.layout import CubeLayout, read_cube, write_cube
+from golden.layout import CubeLayout, cube_bytes, read_cube, write_cube
 from golden.memory import AddressSpace
 from golden.regs import RegView
 
@@ -569,7 +569,7 @@ def read_operands(
     bpe = dma.bytes_per_element
     if dma.per_element:
         layout = CubeLayout(channels, height, width, dma.line_stride, dma.surf_stride, atom, bpe)
-        raw = space.gather(dma.base, layout.byte_offsets())
+        raw = cube_bytes(space, dma.base, layout)
     else:
         c_pad = -(-channels // atom) * atom
         offsets = np.arange(c_pad, dtype=np.int64)[:, None] * bpe + np.arange(bpe, dtype=np.int64)[None, :]
