@@ -1,6 +1,6 @@
 """``compile_model``: model file -> loadable, through the pass pipeline.
 
-canonicalize -> fold_shuffle -> fold_affine -> split_channels -> split_pools -> calibrate -> lower -> quantize -> partition -> split_conv -> memplan -> emit
+canonicalize -> fold_shuffle -> fold_affine -> pad_channels -> split_channels -> split_pools -> calibrate -> lower -> quantize -> partition -> split_conv -> memplan -> emit
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from compiler.passes import CompileContext, PassManager
 from compiler.passes.calibrate import calibrate
 from compiler.passes.canonicalize import canonicalize
 from compiler.passes.fold_affine import fold_affine
+from compiler.passes.pad_channels import pad_channels
 from compiler.passes.fold_shuffle import fold_shuffle
 from compiler.passes.split_channels import split_channels
 from compiler.passes.split_pools import split_pools
@@ -43,6 +44,7 @@ PIPELINE = [
     ("canonicalize", canonicalize),
     ("fold_shuffle", fold_shuffle),
     ("fold_affine", fold_affine),
+    ("pad_channels", pad_channels),
     ("split_channels", split_channels),
     ("split_pools", split_pools),
     ("calibrate", calibrate),
