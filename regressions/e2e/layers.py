@@ -62,9 +62,10 @@ def reference(node, inputs: dict[str, np.ndarray], out_shape: tuple[int, int, in
     _, oh, ow = out_shape
     if node.op == "dla.conv":
         conv = node.attrs["conv"]
-        acc = ref_conv.direct_conv(x, conv.weights.astype(np.int64), stride=conv.stride, dilation=conv.dilation,
-                                   pad=conv.pad, pad_value=conv.pad_value, out_hw=(oh, ow),
-                                   clip_truncate=conv.clip_truncate)
+        # (int8: the per-tap vectorized form of the same reference sum; tests check it equals the loop)
+        acc = ref_conv.direct_conv_int8_vectorized(x, conv.weights.astype(np.int64), stride=conv.stride,
+                                                   dilation=conv.dilation, pad=conv.pad, pad_value=conv.pad_value,
+                                                   out_hw=(oh, ow), clip_truncate=conv.clip_truncate)
         return ref_sdp.sdp(acc, reference_sdp_params(node.attrs["sdp"], inputs))
     if node.op == "dla.sdp":
         return ref_sdp.sdp(x, reference_sdp_params(node.attrs["sdp"], inputs))
@@ -120,8 +121,8 @@ def replay_layer(ld, node, hw, rng: np.random.Generator) -> LayerResult:
 
 
 def replay_all(ld, lowered, hw, seed: int = 0, max_macs: int | None = None) -> list[LayerResult]:
-    """Every engine op of a compiled network; convs above ``max_macs`` are skipped (the reference is a
-    plain Python loop)."""
+    """Every engine op of a compiled network; convs above ``max_macs`` are skipped (to bound the time of the
+    reference's per-element SDP loops)."""
     rng = np.random.default_rng(seed)
     results = []
     for n in lowered.nodes:
