@@ -52,8 +52,9 @@ def load(model: Path | str | onnx.ModelProto, *, source: str | None = None) -> G
 
     ``source`` names the model in errors; it defaults to the file path (or the graph's name in memory).
     """
+    checkable: onnx.ModelProto | str
     if isinstance(model, onnx.ModelProto):
-        proto = model
+        proto = checkable = model
         src = source or (model.graph.name or "onnx-model")
         name = model.graph.name or "net"
     else:
@@ -67,6 +68,7 @@ def load(model: Path | str | onnx.ModelProto, *, source: str | None = None) -> G
             proto = onnx.load(str(path))
         except Exception as e:  # DecodeError, truncated external data, ...
             raise CompileError(src, f"not a readable ONNX model ({type(e).__name__}: {_one_line(e)})") from None
+        checkable = str(path)  # the checker reads the file itself: serializing a 100 MB proto back costs more
     if not proto.HasField("graph") or not proto.graph.node or not proto.graph.output:
         raise CompileError(src, "not an ONNX model (no graph with nodes and outputs)")
     opset = _default_opset(proto)
@@ -74,7 +76,7 @@ def load(model: Path | str | onnx.ModelProto, *, source: str | None = None) -> G
         raise CompileError(src, f"opset {opset} is newer than the newest this compiler supports ({NEWEST_OPSET}); "
                                 f"export the model with opset {NEWEST_OPSET} or older")
     try:
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(checkable)
     except Exception as e:  # ValidationError
         raise CompileError(src, f"invalid ONNX model: {_one_line(e)}") from None
     return _Importer(proto, src, name).run()
