@@ -1,6 +1,6 @@
 """``compile_model``: model file -> loadable, through the pass pipeline.
 
-canonicalize -> fold_shuffle -> fold_affine -> pad_channels -> split_channels -> split_pools -> calibrate -> lower -> quantize -> partition -> split_conv -> memplan -> emit
+canonicalize -> fold_shuffle -> fold_affine -> pad_channels -> split_channels -> split_pools -> calibrate -> equalize_concats -> lower -> quantize -> partition -> split_conv -> memplan -> emit
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from compiler.ir import Graph
 from compiler.passes import CompileContext, PassManager
 from compiler.passes.calibrate import calibrate
 from compiler.passes.canonicalize import canonicalize
+from compiler.passes.equalize_concats import equalize_concats
 from compiler.passes.fold_affine import fold_affine
 from compiler.passes.pad_channels import pad_channels
 from compiler.passes.fold_shuffle import fold_shuffle
@@ -48,6 +49,7 @@ PIPELINE = [
     ("split_channels", split_channels),
     ("split_pools", split_pools),
     ("calibrate", calibrate),
+    ("equalize_concats", equalize_concats),
     ("lower", lower),
     ("quantize", quantize),
     ("partition", partition),

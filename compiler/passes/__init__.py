@@ -24,6 +24,8 @@ class CompileContext:
     progress: Callable[[str], None] = lambda msg: None
     #: per-tensor absolute maxima from calibration (filled by the driver before quantization)
     amax: dict[str, float] = field(default_factory=dict)
+    #: tensors whose range a calibration table gave (kept as given)
+    table_ranges: set[str] = field(default_factory=set)
     #: per-channel mean of each tensor over the calibration inputs (bias correction)
     channel_mean: dict[str, object] = field(default_factory=dict)
     #: activation scale of every tensor (filled by the quantize pass)

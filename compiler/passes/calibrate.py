@@ -31,6 +31,7 @@ def calibrate(g: Graph, ctx: CompileContext) -> Graph:
     feeds = ctx.calib_inputs
     amax: dict[str, float] = dict(ctx.amax)  # a calibration table's entries win
     table = set(amax)
+    ctx.table_ranges = table
     ctx.log(f"calibrating on {len(feeds)} input(s)")
     sums: dict[str, np.ndarray] = {}
     hists: dict[str, AbsHistogram] = {}

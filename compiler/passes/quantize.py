@@ -80,14 +80,15 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
         if t in amax:
             r = uf.find(t)
             group_max[r] = max(group_max.get(r, 0.0), float(amax[t]))
-    # Average pooling stores the low byte of its result without saturating: leave headroom above the
-    # calibrated range so unseen inputs do not wrap.
+    # Average pooling stores the low byte of its result without saturating: leave headroom above its
+    # calibrated range so unseen inputs do not wrap. (Above the pooled values' own range: the other tensors of
+    # its group, e.g. the other inputs of a concat it writes into, saturate and need none.)
     widened: set[str] = set()
     for n in g.nodes:
-        if n.op == "dla.pdp" and n.attrs["method"] == "avg":
+        if n.op == "dla.pdp" and n.attrs["method"] == "avg" and n.outputs[0] in amax:
             r = uf.find(n.outputs[0])
-            if r in group_max and r not in widened:
-                group_max[r] *= AVG_POOL_HEADROOM
+            if r in group_max:
+                group_max[r] = max(group_max[r], float(amax[n.outputs[0]]) * AVG_POOL_HEADROOM)
                 widened.add(r)
     # Network outputs and what feeds the CPU (logits before a softmax) keep headroom above the calibrated
     # range: clipping unseen inputs there would make the top classes tie.
