@@ -18,6 +18,13 @@ def _is_flatten(src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
 
 def canonicalize(g: Graph, ctx: CompileContext) -> Graph:
     g.toposort()
+    for n in g.nodes:  # an empty tensor (a 0-channel conv) would otherwise fail deep in a later pass
+        for t in (*n.inputs, *n.outputs):
+            shape = g.shapes.get(t) if t else None
+            if shape is not None and 0 in tuple(shape) and (t not in g.consts or len(shape) >= 2):  # (not empty
+                # parameter lists such as an unused ROI)
+                what = "weights" if t in g.consts else "tensor"
+                raise g.error(n, f"{what} {t!r} of shape {tuple(shape)} is empty: nothing to compute")
     for n in list(g.nodes):
         if n.op == "Identity" or (n.op == "Reshape" and g.shapes[n.inputs[0]] == g.shapes[n.outputs[0]]):
             src, dst = n.inputs[0], n.outputs[0]

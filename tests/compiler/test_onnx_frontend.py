@@ -437,6 +437,16 @@ def test_dynamic_spatial_dims_are_rejected() -> None:
         load(m)
 
 
+def test_a_zero_channel_conv_is_refused_naming_it() -> None:
+    from compiler.driver import compile_graph, random_inputs
+
+    m = make([helper.make_node("Conv", ["x", "w"], ["y"], name="conv_zero")], {"x": [1, 3, 4, 4]},
+             {"y": [1, 0, 4, 4]}, {"w": np.zeros((0, 3, 1, 1), np.float32)})
+    g = load(m)
+    with pytest.raises(CompileError, match=r"conv_zero.*weights 'w' of shape \(0, 3, 1, 1\) is empty"):
+        compile_graph(g, "nv_small", calib_inputs=random_inputs(g, 2))
+
+
 @settings(max_examples=40, deadline=None)
 @given(k=st.integers(1, 4), pad=st.integers(0, 1), h=st.integers(4, 11), w=st.integers(4, 11),
        op=st.sampled_from(["MaxPool", "AveragePool"]), include=st.booleans())
