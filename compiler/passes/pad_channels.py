@@ -20,28 +20,12 @@ import numpy as np
 
 from compiler.ir import Graph, Node
 from compiler.passes import CompileContext
+from compiler.unionfind import UnionFind
 
 #: Ops whose output has the channel layout of their activation input(s).
 UNARY = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "PRelu", "ChannelAffine", "MaxPool",
                    "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Identity"})
 BINARY = frozenset({"Add", "Mul", "Max"})
-
-
-class _Classes:
-    """Union-find over 4-D tensors joined by per-channel ops."""
-
-    def __init__(self) -> None:
-        self.parent: dict[str, str] = {}
-
-    def find(self, t: str) -> str:
-        self.parent.setdefault(t, t)
-        while self.parent[t] != t:
-            self.parent[t] = self.parent[self.parent[t]]
-            t = self.parent[t]
-        return t
-
-    def union(self, a: str, b: str) -> None:
-        self.parent[self.find(a)] = self.find(b)
 
 
 def _is_cube(g: Graph, t: str) -> bool:
@@ -64,9 +48,9 @@ def _const_channel_ok(g: Graph, n: Node, t: str, c: int) -> bool:
     return v.ndim >= 3 and v.shape[-3] == c and v.size == c  # (C, 1, 1) or (1, C, 1, 1)
 
 
-def _classes(g: Graph) -> tuple[_Classes, set[str]]:
+def _classes(g: Graph) -> tuple[UnionFind, set[str]]:
     """The classes, and the roots of those that must keep their layout (pinned)."""
-    uf = _Classes()
+    uf = UnionFind()
     pinned: set[str] = set()
     for n in g.nodes:
         acts = [t for t in n.inputs if t and t not in g.consts]
@@ -96,7 +80,7 @@ def _flatten_to_fc(g: Graph, n: Node) -> bool:
 Layout = tuple[np.ndarray, int]  # physical channel of each real channel, physical channel count
 
 
-def _layouts(g: Graph, uf: _Classes, pinned: set[str], fix: list[Node], atom: int) -> dict[str, Layout] | Node:
+def _layouts(g: Graph, uf: UnionFind, pinned: set[str], fix: list[Node], atom: int) -> dict[str, Layout] | Node:
     """Class root -> layout when every input of the concats in ``fix`` (topological order) is padded to whole
     atoms; or the first concat whose padding would reach a pinned class or conflict with another concat."""
     layouts: dict[str, Layout] = {}
@@ -159,7 +143,7 @@ def pad_channels(g: Graph, ctx: CompileContext) -> Graph:
     return g
 
 
-def _rewrite(g: Graph, uf: _Classes, layouts: dict[str, Layout]) -> None:
+def _rewrite(g: Graph, uf: UnionFind, layouts: dict[str, Layout]) -> None:
     def layout(t: str) -> Layout | None:
         if not t or t in g.consts or not _is_cube(g, t):
             return None

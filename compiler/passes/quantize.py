@@ -25,6 +25,7 @@ from compiler.hwparams import (
 from compiler.ir import Graph, Node
 from compiler.passes import CompileContext
 from compiler.postops import Affine, Eltwise, Lut, PostOp, PRelu, Relu
+from compiler.unionfind import UnionFind
 
 #: Extra fraction bits of the internal SDP scale below the output scale (precision headroom).
 HEADROOM_BITS = 10
@@ -44,26 +45,9 @@ MAX_RECIP = 0x1FFFF
 MIN_RANGE = 127.0 * float(np.finfo(np.float32).tiny)
 
 
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[str, str] = {}
-
-    def find(self, t: str) -> str:
-        self.parent.setdefault(t, t)
-        while self.parent[t] != t:
-            self.parent[t] = self.parent[self.parent[t]]
-            t = self.parent[t]
-        return t
-
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[rb] = ra
-
-
 def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
     """Scale of every activation tensor: groups of same-scale tensors take their largest calibrated range."""
-    uf = _UnionFind()
+    uf = UnionFind()
     tensors = set(g.inputs) | {o for n in g.nodes for o in n.outputs} | {i for n in g.nodes for i in n.inputs}
     tensors -= set(g.consts)
     for t in tensors:
