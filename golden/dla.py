@@ -143,6 +143,7 @@ class Dla:
                 state.lut = {t: np.zeros(n, dtype=np.int64) for t, n in LUT_DEPTH.items()}
             self.units[name] = state
         self._present = self.hw.units
+        self._group_regs: dict[int, tuple[UnitState, Register, int, bool] | None] = {}
         self.intr_status = 0
         self.intr_mask = 0
         self._cfgrom = cfgrom_values(hw) if "CFGROM" in self.map.bases else {}
@@ -178,8 +179,34 @@ class Dla:
         """The level of the DLA interrupt line."""
         return bool(self.intr_status & ~self.intr_mask)
 
+    def _group_register(self, addr: int) -> tuple[UnitState, Register, int, bool] | None:
+        """(state, register, stored-bits mask, is D_OP_ENABLE) when ``addr`` is a ping-pong group register of
+        a present unit (the bulk of every register program), else None; kept per address."""
+        hit = self._group_regs.get(addr)
+        if hit is None and addr not in self._group_regs:
+            state, reg = self._register_at(addr)
+            off = state.unit.op_enable_offset
+            grouped = reg.unit in self._present and state.pingpong and reg.offset >= off \
+                and reg.name not in ("S_POINTER", "S_STATUS", "S_LUT_ACCESS_CFG", "S_LUT_ACCESS_DATA")
+            hit = (state, reg, reg.read_mask, reg.offset == off) if grouped else None
+            self._group_regs[addr] = hit
+        return hit
+
     def write_reg(self, addr: int, value: int) -> None:
         """A CSB write of a byte address. May fire engines (synchronously)."""
+        fast = self._group_register(addr)
+        if fast is not None:  # a ping-pong group register: the general path below, specialised
+            state, reg, mask, enable = fast
+            stored = value & 0xFFFFFFFF & mask
+            if state.armed(state.producer):
+                raise ConfigError(
+                    f"{reg.unit}.{reg.name}",
+                    f"written while group {state.producer} is enabled (D_OP_ENABLE.OP_EN=1)",
+                )
+            state.groups[state.producer][reg.offset] = stored
+            if enable and stored & 1:
+                self._fire(reg.unit)
+            return
         state, reg = self._register_at(addr)
         self._check_present(reg)
         value &= 0xFFFFFFFF
