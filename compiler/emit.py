@@ -84,8 +84,12 @@ def _place_operands(prm, weights: _Weights, plan: MemoryPlan, dst: Cube, atom: i
 
 def _to_pb_writes(hw, regs: RegProgram, op: pb.DlaOp) -> None:
     rmap = register_map(hw.address_map)
+    base = rmap.bases
+    add = op.writes.add
     for write in regs.writes:
-        w = op.writes.add(addr=rmap.address(write.unit, write.name), value=write.value, name=write.full_name)
+        reg = write.register
+        addr = base[reg.unit] + reg.offset if reg.unit in base else rmap.address(reg.unit, reg.name)  # (raises)
+        w = add(addr=addr, value=write.value, name=reg.full_name)
         if write.reloc is not None:
             w.reloc.region, w.reloc.offset, w.reloc.shift = write.reloc[0], write.reloc[1], 0
 

@@ -70,6 +70,10 @@ def _check_whole(reg, value: int) -> None:
         raise RegisterError(f"value {value} does not fit {reg.unit}.{reg.name} ({names})")
 
 
+#: (unit, register, value, strict, *fields) -> the RegWrite ``RegProgram.reg`` made of them (immutable).
+_ENCODED: dict[tuple, RegWrite] = {}
+
+
 @dataclass
 class RegProgram:
     """Ordered register writes for ``hw`` (emitters read its sizes)."""
@@ -88,10 +92,17 @@ class RegProgram:
 
     def reg(self, unit: str, register: str, value: int = 0, **fields: int | str) -> None:
         """Write ``value`` OR the encoded fields (enum names allowed) to UNIT.REGISTER."""
-        reg = UNITS[unit].register(register)
-        if value and self.strict:
-            _check_whole(reg, value)
-        self.writes.append(RegWrite(reg, (value & 0xFFFFFFFF) | (reg.encode(**fields) if fields else 0)))
+        key = (unit, register, value, self.strict, *fields.items())
+        write = _ENCODED.get(key)
+        if write is None:  # (a compiler emits the same few thousand words again and again: encode each once)
+            reg = UNITS[unit].register(register)
+            if value and self.strict:
+                _check_whole(reg, value)
+            write = RegWrite(reg, (value & 0xFFFFFFFF) | (reg.encode(**fields) if fields else 0))
+            if len(_ENCODED) >= 1 << 16:
+                _ENCODED.clear()
+            _ENCODED[key] = write
+        self.writes.append(write)
 
     def addr(self, unit: str, register: str, loc: Loc) -> None:
         """An address register (``*_LOW``): absolute value, or a relocation the runtime resolves."""

@@ -83,7 +83,7 @@ class Register:
     offset: int  # byte offset inside the unit
     fields: tuple[Field, ...]
 
-    @property
+    @cached_property
     def full_name(self) -> str:
         """NVDLA's name, e.g. ``NVDLA_PDP.D_DATA_CUBE_OUT_WIDTH_0``."""
         return f"NVDLA_{self.unit}.{self.name}_0"
