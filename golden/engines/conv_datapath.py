@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import math
 import weakref
 
 from dataclasses import dataclass
@@ -202,7 +203,7 @@ _UNPACKED_BYTES = [0]
 
 
 def _weight_bytes(shape: tuple[int, int, int, int], dtype: str) -> int:
-    return int(np.prod(shape)) * (1 if dtype == "int8" else 2)
+    return math.prod(shape) * (1 if dtype == "int8" else 2)
 
 
 def _unpack(raw: np.ndarray, geom: ConvGeometry, hw: HwConfig, dtype: str) -> np.ndarray:

@@ -39,7 +39,7 @@ from golden import fp
 from golden.arith import rha, sat, sign_extend
 from golden.engines import Engine, OpContext, Views, conv_batch, register
 from golden.config import HwConfig
-from golden.decode_memo import memo_view
+from golden.decode_memo import memo_view, memo_views
 from golden.dma import dma_address, dma_bytes, space_for
 from golden.engines.sdp_lut import lut_lookup, lut_lookup_fp
 from golden.lut import LutRegisters
@@ -247,6 +247,13 @@ class DmaOperand:
 
 def _x_configs(sdp: RegView) -> tuple[XConfig, XConfig]:
     return XConfig.from_view(sdp, "BS"), XConfig.from_view(sdp, "BN")
+
+
+@memo_views
+def _dma_operands(regs: Views, hw: HwConfig) -> dict[str, DmaOperand]:
+    """SDP_RDMA's three operand DMAs (B/N/E), decoded once per distinct program (``golden.decode_memo``)."""
+    rdma = regs["SDP_RDMA"]
+    return {p: DmaOperand.from_view(rdma, p, stage, hw) for p, stage in (("B", "BS"), ("N", "BN"), ("E", "EW"))}
 
 
 @memo_view
@@ -636,7 +643,7 @@ def run(ctx: OpContext) -> np.ndarray | None:
     if rdma is not None:
         _check_rdma_cube(sdp, rdma)
         for prefix, stage, cfg in (("B", "BS", x1), ("N", "BN", x2), ("E", "EW", y)):
-            dma = DmaOperand.from_view(rdma, prefix, stage, hw)
+            dma = _dma_operands({"SDP_RDMA": rdma}, hw)[prefix]
             _check_operand_dma(rdma, dma, cfg.uses_alu_mem, cfg.uses_mul_mem)
             used = cfg.uses_alu_mem or cfg.uses_mul_mem
             if used and dma.per_element and packed_only and dma.surf_stride != atom * dma.bytes_per_element:
