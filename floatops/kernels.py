@@ -64,12 +64,12 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: tuple[in
         y = np.matmul(x.transpose(0, 2, 3, 1).reshape(n * h * wd, c), w.reshape(k, c).T.astype(x.dtype, copy=False))
         y = y.reshape(n, h, wd, k).transpose(0, 3, 1, 2)
         return y + _channel(b, 4).astype(y.dtype, copy=False) if b is not None else y
-    xp = pad2d(x, pads)
-    n, c = xp.shape[:2]
-    if g == 1 and tuple(strides) == (1, 1):
-        y = _conv_shifted(xp, w, dilations)
+    if g == 1 and tuple(strides) == (1, 1) and min(pads) >= 0:
+        y = _conv_shifted(x, pads, w, dilations)
         if y is not None:
             return y + _channel(b, 4).astype(y.dtype, copy=False) if b is not None else y
+    xp = pad2d(x, pads)
+    n, c = xp.shape[:2]
     win = _windows(xp, (kh, kw), strides, dilations)  # (N, C, OH, OW, R, S)
     oh, ow = win.shape[2], win.shape[3]
     cols = (win.reshape(n, g, cg, oh, ow, kh, kw)
@@ -83,18 +83,23 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: tuple[in
     return y
 
 
-def _conv_shifted(xp: np.ndarray, w: np.ndarray, dilations: tuple[int, int]) -> np.ndarray | None:
+def _conv_shifted(x: np.ndarray, pads: tuple[int, int, int, int], w: np.ndarray,
+                  dilations: tuple[int, int]) -> np.ndarray | None:
     """A stride-1 convolution as one matmul per kernel tap over the padded input flattened channels-last: the
     tap (i, j) of output pixel p is input row p + i*dy*Wp + j*dx, so each tap is a shifted view and no im2col
     (R*S copies of the input) is built. Rows that wrap past a line end are computed and cropped, so it is used
     only while they are few. None: im2col is the better choice."""
-    n, c, hp, wp = xp.shape
+    n, c, h, wd = x.shape
+    t, l, b, r = (int(p) for p in pads)
+    hp, wp = h + t + b, wd + l + r
     k, _, kh, kw = w.shape
     dy, dx = dilations
     oh, ow = hp - (kh - 1) * dy, wp - (kw - 1) * dx
     if oh <= 0 or ow <= 0 or c < 16 or 4 * hp * wp > 5 * oh * ow:  # (thin or small maps: im2col is faster)
         return None
-    xf = np.ascontiguousarray(xp.transpose(0, 2, 3, 1)).reshape(n * hp * wp, c)
+    xp = np.zeros((n, hp, wp, c), dtype=x.dtype)  # padded, channels-last, in one copy
+    xp[:, t:t + h, l:l + wd] = x.transpose(0, 2, 3, 1)
+    xf = xp.reshape(n * hp * wp, c)
     rows = n * hp * wp - (kh - 1) * dy * wp - (kw - 1) * dx
     wt = w.transpose(2, 3, 1, 0).astype(xp.dtype)  # (R, S, C, K)
     y = np.empty((n * hp * wp, k), dtype=xp.dtype)

@@ -38,6 +38,7 @@ def calibrate(g: Graph, ctx: CompileContext) -> Graph:
     method = getattr(ctx, "calib_method", "minmax")
     histogram = method != "minmax" or ctx.keep_histograms
     mean_wanted = {n.inputs[0] for n in g.nodes if n.op in MEAN_READERS and n.inputs}
+    nonnegative = {t for n in g.nodes if n.op == "Relu" for t in n.outputs}  # (their max is their range)
 
     def observe(t: str, v: np.ndarray) -> None:
         if not v.size:
@@ -50,6 +51,8 @@ def calibrate(g: Graph, ctx: CompileContext) -> Graph:
             return
         if histogram:  # (also the quantization report's)
             amax[t] = max(amax.get(t, 0.0), hists.setdefault(t, AbsHistogram()).add(v))
+        elif t in nonnegative:
+            amax[t] = max(amax.get(t, 0.0), float(v.max()))
         else:
             amax[t] = max(amax.get(t, 0.0), float(v.max()), -float(v.min()))
 

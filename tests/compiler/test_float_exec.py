@@ -87,12 +87,11 @@ def test_conv(cfg: tuple) -> None:
 
 def test_wide_stride_one_convs_take_the_per_tap_path() -> None:
     """The last two CONVS cases run ``_conv_shifted`` (compared with onnxruntime above); thin inputs do not."""
-    from floatops.kernels import _conv_shifted, pad2d
+    from floatops.kernels import _conv_shifted
 
     for c, k, h, w, r, s, _, pads, dil, _, _ in CONVS[-2:]:
-        xp = pad2d(rnd(1, c, h, w), pads)
-        assert _conv_shifted(xp, rnd(k, c, r, s), dil) is not None
-    assert _conv_shifted(rnd(1, 3, 20, 20), rnd(4, 3, 3, 3), (1, 1)) is None
+        assert _conv_shifted(rnd(1, c, h, w), pads, rnd(k, c, r, s), dil) is not None
+    assert _conv_shifted(rnd(1, 3, 20, 20), (0, 0, 0, 0), rnd(4, 3, 3, 3), (1, 1)) is None
 
 
 # (C, K/group, H, W, R, S, strides, pads, dilations, output_padding, bias)
