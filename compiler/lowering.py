@@ -312,12 +312,13 @@ def _same_cube(a, b) -> bool:
     return _cube_ok(a) and _cube_ok(b) and fold(a) == fold(b)
 
 
-def _block_diagonal(w: np.ndarray, group: int, c_in: int) -> np.ndarray:
-    """Grouped kernel (K, C/g, R, S) -> dense (K, C, R, S) with zeros outside each group's block."""
+def block_diagonal(w: np.ndarray, group: int) -> np.ndarray:
+    """Grouped kernel (K, C/g, R, S) -> dense (K, C, R, S) with zeros outside each group's block, in ``w``'s
+    dtype: what the engines run for a grouped conv (fold_shuffle and pad_channels rewrite convs into it)."""
     k, cg, r, s = w.shape
     if group == 1:
         return w
-    dense = np.zeros((k, c_in, r, s), dtype=np.float64)
+    dense = np.zeros((k, cg * group, r, s), dtype=w.dtype)
     kg = k // group
     for i in range(group):
         dense[i * kg:(i + 1) * kg, i * cg:(i + 1) * cg] = w[i * kg:(i + 1) * kg]
@@ -341,8 +342,7 @@ def _lower_conv(g: Graph, n: Node, ctx: CompileContext) -> list[Node]:
             w = w.reshape(w.shape[0], w.shape[1], 1, 1)
         attrs = {"stride": (1, 1), "dilation": (1, 1), "pads": (0, 0, 0, 0)}
     elif n.op == "Conv":
-        c_in = g.shapes[x][1]
-        w = _block_diagonal(w, int(n.attrs.get("group", 1)), c_in)
+        w = block_diagonal(w, int(n.attrs.get("group", 1)))
         attrs = {"stride": tuple(n.attrs["strides"]), "dilation": tuple(n.attrs["dilations"]),
                  "pads": tuple(n.attrs["pads"])}
     else:  # ConvTranspose: zero-insert on the CPU, then a stride-1 conv with the flipped kernel

@@ -4,7 +4,7 @@ write them) into the convolution that produces the shuffled channels, so no Tran
 ``y[j] = x[perm[j]]`` is the same as computing ``x`` with its output channels already in ``perm`` order: the
 producing conv's kernels (and bias) are reordered, and so are the parameters of the per-channel ops between it
 and the shuffle (BN, ReLU, PRelu). A grouped producer becomes a dense conv with block-diagonal kernels in
-shuffled order, which is what the engines run for a grouped conv anyway (``lowering._block_diagonal``). When no
+shuffled order, which is what the engines run for a grouped conv anyway (``lowering.block_diagonal``). When no
 such producer exists (the shuffled tensor is a network input, or is read elsewhere), the shuffle becomes a 1x1
 conv with a 0/1 permutation kernel: still on the DLA, and exact, since each output is one input times one.
 Any other Transpose stays a CPU op.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.ir import Graph, Node
+from compiler.lowering import block_diagonal
 from compiler.passes import CompileContext
 
 #: Per-channel ops a permutation passes through: their per-channel constant inputs are reordered with it.
@@ -82,13 +83,7 @@ def _permute_path(g: Graph, path: list[Node], perm: np.ndarray) -> None:
     w = g.consts[conv.inputs[1]].astype(np.float32)
     group = int(conv.attrs.get("group", 1))
     if group > 1:
-        k, cg, r, s = w.shape
-        c = cg * group
-        dense = np.zeros((k, c, r, s), dtype=np.float32)
-        kg = k // group
-        for i in range(group):
-            dense[i * kg:(i + 1) * kg, i * cg:(i + 1) * cg] = w[i * kg:(i + 1) * kg]
-        w = dense
+        w = block_diagonal(w, group)
         conv.attrs["group"] = 1
     wname = g.fresh(f"{conv.name}_W_shuffled")
     g.consts[wname] = np.ascontiguousarray(w[perm])

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.ir import Graph, Node
+from compiler.lowering import block_diagonal
 from compiler.passes import CompileContext
 from compiler.unionfind import UnionFind
 
@@ -183,16 +184,6 @@ def _widen_const(g: Graph, name: str, lo: Layout) -> str:
     return fresh
 
 
-def _dense(w: np.ndarray, group: int) -> np.ndarray:
-    """A grouped conv's kernels as the dense block-diagonal conv (``lowering._block_diagonal``)."""
-    k, cg, r, s = w.shape
-    kg = k // group
-    out = np.zeros((k, cg * group, r, s), dtype=w.dtype)
-    for i in range(group):
-        out[i * kg:(i + 1) * kg, i * cg:(i + 1) * cg] = w[i * kg:(i + 1) * kg]
-    return out
-
-
 def _widen_conv(g: Graph, n: Node, src: Layout | None, dst: Layout | None) -> None:
     """Kernels (and bias) at the output's physical channels, weights at the input's physical channels; a grouped
     conv becomes the dense block-diagonal conv the engines run for it anyway."""
@@ -201,7 +192,7 @@ def _widen_conv(g: Graph, n: Node, src: Layout | None, dst: Layout | None) -> No
     w = g.consts[n.inputs[1]]
     group = int(n.attrs.get("group", 1))
     if group > 1:
-        w = _dense(w, group)
+        w = block_diagonal(w, group)
         n.attrs["group"] = 1
     if dst is not None:
         idx, phys = dst
