@@ -145,11 +145,17 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
         _to_pb_writes(hw, regs, op)
         ops.append(op)
     elif n.op == "dla.pdp":
-        regs = RegProgram(hw, strict=True)
-        emit_pdp(regs, src, dst, n.attrs["pdp"])
-        op = pb.DlaOp(name=n.name, engines=["PDP"], layer=layer, interrupt_mask=1 << done_bit("PDP"))
-        _to_pb_writes(hw, regs, op)
-        ops.append(op)
+        regions = n.attrs.get("pdp_regions")
+        passes = [(src, dst, n.attrs["pdp"])] if not regions else \
+            [(src.window(r.in_rows, r.in_cols, atom), dst.window(r.out_rows, r.out_cols, atom), prm)
+             for r, prm in regions]
+        for i, (s_cube, d_cube, prm) in enumerate(passes):
+            regs = RegProgram(hw, strict=True)
+            emit_pdp(regs, s_cube, d_cube, prm)
+            op = pb.DlaOp(name=n.name if len(passes) == 1 else f"{n.name}#{i}", engines=["PDP"], layer=layer,
+                          interrupt_mask=1 << done_bit("PDP"))
+            _to_pb_writes(hw, regs, op)
+            ops.append(op)
     elif n.op == "dla.cdp":
         regs = RegProgram(hw, strict=True)
         emit_cdp(regs, src, dst, n.attrs["cdp"])

@@ -12,7 +12,9 @@ ConvTranspose             [x, W (C, K/group, R, S), B (K)?]; strides, pads (t, l
 Gemm                      [x (N, C), W (K, C), B (K)?]; y = x @ W.T + B (alpha/beta/transpose folded)
 MaxPool, AveragePool      [x]; kernel (kh, kw), strides, pads (t, l, b, r) (Caffe's ceil-mode extra rows
                           already added to b/r), count_include_pad (AveragePool: divide by the whole
-                          kernel, padding included, as Caffe does)
+                          kernel, padding included, as Caffe does), divisor_pads (AveragePool, optional:
+                          the padding the divisor counts, Caffe/ONNX ceil mode with padding; see
+                          ``floatops.kernels.average_divisor_pads``)
 GlobalMaxPool,            [x]
 GlobalAveragePool
 Relu, Sigmoid, Tanh       [x]

@@ -13,6 +13,7 @@ import numpy as np
 from compiler.ir import Graph, Node
 from compiler.passes import CompileContext
 from compiler.postops import Affine, Eltwise, Identity, Lut, PostOp, PRelu, Relu
+from floatops.kernels import average_divisor_pads
 from golden.engines.pdp import MAX_KERNEL
 
 #: SDP datapath stages a post-op can occupy (``PostOp.slot``).
@@ -399,6 +400,56 @@ def _global_pool(g: Graph, n: Node, c: int, h: int, w: int) -> list[Node] | None
                  {"method": method, "kernel": (h, w), "stride": (h, w), "pads": (0, 0, 0, 0), "layers": [n.name]})]
 
 
+@dataclass(frozen=True)
+class PoolRegion:
+    """One PDP pass of an average whose divisor varies at the edges: output rows/cols [o0, o1) computed from
+    input rows/cols [i0, i1) with their own kernel, stride and zero padding (t, l, b, r)."""
+
+    out_rows: tuple[int, int]
+    out_cols: tuple[int, int]
+    in_rows: tuple[int, int]
+    in_cols: tuple[int, int]
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    pads: tuple[int, int, int, int]
+
+
+def _axis_segments(size: int, k: int, s: int, p0: int, d0: int, d1: int, out: int
+                   ) -> list[tuple[int, int, int, int, int, int, int, int]] | None:
+    """(o0, o1, i0, i1, kernel, stride, pad0, pad1) runs along one axis: the outputs whose divisor counts the
+    whole kernel form one strided run; every edge output is a run of one whose kernel is its divisor's window
+    (the window clipped to the input and its counted padding), so PDP's kernel-area reciprocal is the
+    divisor."""
+    runs = []
+    full = [o for o in range(out) if o * s - p0 >= -d0 and o * s - p0 + k <= size + d1]
+    for o in range(out):
+        if full and o == full[0]:
+            a, b = full[0] * s - p0, full[-1] * s - p0 + k
+            runs.append((full[0], full[-1] + 1, max(a, 0), min(b, size), k, s, max(0, -a), max(0, b - size)))
+        elif not full or not full[0] <= o <= full[-1]:
+            a = max(o * s - p0, -d0)
+            b = min(o * s - p0 + k, size + d1)
+            if min(b, size) <= max(a, 0):
+                return None  # a window of padding only
+            runs.append((o, o + 1, max(a, 0), min(b, size), b - a, 1, max(0, -a), max(0, b - size)))
+    return runs
+
+
+def avg_pool_regions(h: int, w: int, out_hw: tuple[int, int], kernel: tuple[int, int], stride: tuple[int, int],
+                     pads: tuple[int, int, int, int], counted: tuple[int, int, int, int]
+                     ) -> list[PoolRegion] | None:
+    """The PDP passes of an average whose divisor is not the whole kernel everywhere (count_include_pad=False
+    with padding, Caffe's ceil-mode overhang): PDP always divides by its kernel's area, so each edge
+    row/column of outputs runs as its own pass with the kernel its divisor counts, writing into the output in
+    place. None if some window holds padding only."""
+    rows = _axis_segments(h, kernel[0], stride[0], pads[0], counted[0], counted[2], out_hw[0])
+    cols = _axis_segments(w, kernel[1], stride[1], pads[1], counted[1], counted[3], out_hw[1])
+    if rows is None or cols is None:
+        return None
+    return [PoolRegion((r[0], r[1]), (c[0], c[1]), (r[2], r[3]), (c[2], c[3]), (r[4], c[4]), (r[5], c[5]),
+                       (r[6], c[6], r[7], c[7])) for r in rows for c in cols]
+
+
 def _lower_pool(g: Graph, n: Node) -> list[Node] | None:
     x = n.inputs[0]
     _, c, h, w = g.shapes[x]
@@ -406,15 +457,19 @@ def _lower_pool(g: Graph, n: Node) -> list[Node] | None:
         return _global_pool(g, n, c, h, w)
     kh, kw = n.attrs["kernel"]
     sy, sx = n.attrs["strides"]
-    pads = tuple(n.attrs["pads"])
+    pads = tuple(int(p) for p in n.attrs["pads"])
     if max(kh, kw) > MAX_KERNEL or max(sy, sx) > MAX_PDP_STRIDE or max(pads) > MAX_PDP_PAD:
         return None
     if pads[0] >= kh or pads[2] >= kh or pads[1] >= kw or pads[3] >= kw:
         return None
     method = "max" if n.op == "MaxPool" else "avg"
-    if method == "avg" and any(pads) and not n.attrs.get("count_include_pad", False):
-        return None  # PDP divides by the whole kernel
     attrs = {"method": method, "kernel": (kh, kw), "stride": (sy, sx), "pads": pads, "layers": [n.name]}
     if "gain" in n.attrs:
         attrs["gain"] = float(n.attrs["gain"])
+    counted = average_divisor_pads(n.attrs)
+    if method == "avg" and counted != pads:
+        regions = avg_pool_regions(h, w, tuple(g.shapes[n.outputs[0]][2:]), (kh, kw), (sy, sx), pads, counted)
+        if regions is None:
+            return None
+        attrs["regions"], attrs["divisor_pads"] = regions, counted
     return [Node(n.name, "dla.pdp", [x], list(n.outputs), attrs)]

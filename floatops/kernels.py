@@ -176,18 +176,42 @@ def _max_pool(xs: list[np.ndarray], a: dict[str, Any]) -> list[np.ndarray]:
     return [out]
 
 
+def average_divisor_pads(a: dict[str, Any]) -> tuple[int, int, int, int]:
+    """The padding (t, l, b, r) an average's divisor counts: ``divisor_pads`` where a frontend set it (Caffe's
+    and ONNX's ceil mode with padding count the explicit padding, not the ceil overhang), else all of ``pads``
+    (count_include_pad) or none (the in-image elements only)."""
+    if a.get("divisor_pads") is not None:
+        return tuple(int(p) for p in a["divisor_pads"])  # type: ignore[return-value]
+    if a.get("count_include_pad", False):
+        return tuple(int(p) for p in a["pads"])  # type: ignore[return-value]
+    return (0, 0, 0, 0)
+
+
+def divisor_counts(size: int, kernel: int, stride: int, pad0: int, count0: int, count1: int,
+                   out: int) -> np.ndarray:
+    """Per output position along one axis: how many of the window's taps the divisor counts, the window
+    clipped to the input plus its counted padding [-count0, size + count1). Averages are separable, so a
+    window's divisor is the product of its two axes' counts."""
+    start = np.arange(out) * stride - pad0
+    return np.minimum(start + kernel, size + count1) - np.maximum(start, -count0)
+
+
 @kernel("AveragePool")
 def _average_pool(xs: list[np.ndarray], a: dict[str, Any]) -> list[np.ndarray]:
-    """count_include_pad divides by the whole kernel (Caffe); otherwise by the in-image elements only. ``gain``
-    (the compiler's split of a big global average: padded area / true area) multiplies the result."""
+    """Window sums over zero padding divided by the taps ``average_divisor_pads`` counts: the whole kernel
+    (count_include_pad, Caffe), the in-image elements, or Caffe's ceil-mode rule. ``gain`` (the compiler's
+    split of a big global average: padded area / true area) multiplies the result."""
     x = xs[0]
-    (kh, kw), strides, pads = a["kernel"], a["strides"], a["pads"]
-    total = _windows(pad2d(x, pads), (kh, kw), strides).sum(axis=(4, 5))
-    if a.get("count_include_pad", False):
-        return [total * (float(a.get("gain", 1.0)) / (kh * kw))]
-    ones = pad2d(np.ones((1, 1) + x.shape[2:], dtype=x.dtype), pads)
-    count = _windows(ones, (kh, kw), strides).sum(axis=(4, 5))
-    return [total / count]
+    (kh, kw), (sy, sx), pads = a["kernel"], a["strides"], tuple(int(p) for p in a["pads"])
+    total = _windows(pad2d(x, pads), (kh, kw), (sy, sx)).sum(axis=(4, 5))
+    gain = float(a.get("gain", 1.0))
+    counted = average_divisor_pads(a)
+    if counted == pads:
+        return [total * (gain / (kh * kw))]
+    oh, ow = total.shape[2], total.shape[3]
+    ch = divisor_counts(x.shape[2], kh, sy, pads[0], counted[0], counted[2], oh)
+    cw = divisor_counts(x.shape[3], kw, sx, pads[1], counted[1], counted[3], ow)
+    return [total * (gain / (ch[:, None] * cw[None, :]))]
 
 
 @kernel("GlobalMaxPool")

@@ -22,6 +22,13 @@ class Cube:
         return Cube(loc_add(self.loc, first * self.line_stride), self.channels, count, self.width,
                     self.line_stride, self.surface_stride)
 
+    def window(self, rows: tuple[int, int], cols: tuple[int, int], atom_bytes: int) -> "Cube":
+        """Lines [r0, r1) and columns [c0, c1) of every surface (same strides): a spatial sub-rectangle one
+        engine pass reads or writes in place."""
+        (r0, r1), (c0, c1) = rows, cols
+        return Cube(loc_add(self.loc, r0 * self.line_stride + c0 * atom_bytes), self.channels, r1 - r0, c1 - c0,
+                    self.line_stride, self.surface_stride)
+
     def surfaces_from(self, first_channel: int, channels: int, atom: int) -> "Cube":
         """``channels`` channels starting at ``first_channel`` (a multiple of the atom)."""
         assert first_channel % atom == 0

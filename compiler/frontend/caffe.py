@@ -618,14 +618,10 @@ def _pool(c: _Converter, l: pb.LayerParameter, xs: list[str], outs: list[str]) -
     ew = max(0, (ow - 1) * sw + kw - (w + 2 * pw))
     attrs: dict[str, object] = dict(kernel=(kh, kw), strides=(sh, sw), pads=(ph, pw, ph + eh, pw + ew))
     if not is_max:
-        if (eh or ew) and (ph or pw):
-            # Caffe divides such an edge window by a count that includes the padding but not the
-            # overhang: neither IR averaging convention matches.
-            raise c.unsupported(f"AVE pooling whose last window runs past the padding ({h}x{w} input, "
-                                f"kernel {kh}x{kw}, stride {sh}x{sw}, pad {ph}x{pw})")
-        # Caffe counts padding in the divisor; with no padding, an overhanging window is divided by
-        # the in-image count, which is what count_include_pad=False gives.
+        # Caffe's divisor counts the padding but not a ceil-mode window's overhang past it.
         attrs["count_include_pad"] = not (eh or ew)
+        if (eh or ew) and (ph or pw):
+            attrs["divisor_pads"] = (ph, pw, ph, pw)
     c.add("MaxPool" if is_max else "AveragePool", [x], outs, **attrs)
     if c.shape(outs[0])[2:] != (oh, ow):  # pragma: no cover - guards the padding arithmetic
         raise c.err(f"internal: pooled size {c.shape(outs[0])[2:]} != Caffe's {(oh, ow)}")

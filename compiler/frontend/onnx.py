@@ -478,11 +478,11 @@ def _pool(im: _Importer, node: onnx.NodeProto, name: str) -> None:
     if node.op_type == "AveragePool":
         include = bool(int(a.get("count_include_pad", 0)))
         if include and any(extra):
-            # ONNX (like Caffe) clips ceil-mode windows at the padded border: with no padding that is the
-            # in-image count; with padding the divisor differs from both IR conventions.
-            if any(pads):
-                raise im.err(node, "ceil_mode with count_include_pad=1 and padding is not supported")
+            # ONNX (like Caffe) clips ceil-mode windows at the padded border: the divisor counts the explicit
+            # padding but not the overhang.
             include = False
+            if any(pads):
+                attrs["divisor_pads"] = tuple(pads)
         attrs["count_include_pad"] = include
     im.emit(node.op_type, [node.input[0]], [node.output[0]], attrs)
 

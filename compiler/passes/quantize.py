@@ -269,11 +269,16 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
         in_scale = np.full(c, scales[n.inputs[0]])
         n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, hw, g.where(n))
     elif n.op == "dla.pdp":
-        kh, kw = n.attrs["kernel"]
         gain = float(n.attrs.get("gain", 1.0))  # a padded multi-pass global average (lowering._global_pool)
-        rw, rh = pool_reciprocals(kh, kw, gain * scales[n.inputs[0]] / scales[n.outputs[0]])
-        n.attrs["pdp"] = PdpParams(n.attrs["method"], (kh, kw), tuple(n.attrs["stride"]), tuple(n.attrs["pads"]),
-                                   recip_w=rw, recip_h=rh)
+        gain *= scales[n.inputs[0]] / scales[n.outputs[0]]
+
+        def params(kernel, stride, pads) -> PdpParams:
+            rw, rh = pool_reciprocals(*kernel, gain)
+            return PdpParams(n.attrs["method"], tuple(kernel), tuple(stride), tuple(pads), recip_w=rw, recip_h=rh)
+
+        n.attrs["pdp"] = params(n.attrs["kernel"], n.attrs["stride"], n.attrs["pads"])
+        if n.attrs.get("regions"):  # an average whose edge windows divide by fewer taps: one pass per region
+            n.attrs["pdp_regions"] = [(r, params(r.kernel, r.stride, r.pads)) for r in n.attrs["regions"]]
     elif n.op == "dla.cdp":
         from compiler.lut import lrn_params
 

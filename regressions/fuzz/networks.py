@@ -12,13 +12,11 @@ lines and shrinks to small shapes and seed 0; the calibration inputs (``CALIBRAT
 test input, all N(0, 1), come from the same seed.
 
 Every construct drawn is one the compiler supports on every preset: ``compiler/frontend/onnx.py`` converts
-it and ``compiler/passes/lower.py`` runs it on CONV/SDP/PDP or, where an engine rule excludes it (padded
-AveragePool not counting the padding, Concat off atom boundaries or of one tensor twice), as a CPU op. Not
-drawn: what the frontend refuses (AveragePool with ceil_mode, count_include_pad=1 and padding; pooling
-pads >= the kernel) and ceil-mode pooling whose last window would start in the trailing padding (ONNX drops
-that window and so do the frontend and onnxruntime, but onnx's shape inference keeps it, and onnxruntime
-then fails reusing a buffer of that shape: no reference). A ``CompileError`` on a drawn example fails the
-property: either the strategy drew something unsupported or the compiler refuses a supported network.
+it and ``compiler/passes/lower.py`` runs it on CONV/SDP/PDP or, where an engine rule excludes it (Concat off
+atom boundaries or of one tensor twice), as a CPU op. Not drawn: what the frontend refuses (pooling pads >=
+the kernel) and ceil-mode pooling whose last window would start in the trailing padding (ONNX drops that
+window and so do the frontend and onnxruntime, but onnx's shape inference keeps it, and onnxruntime then fails
+reusing a buffer of that shape: no reference). A ``CompileError`` on a drawn example fails the property: either the strategy drew something unsupported or the compiler refuses a supported network.
 ``networks(hw)`` uses ``hw`` only to favour channel counts that are multiples of its atom (in-place concats).
 
 Error bound (``error_bound``)
@@ -98,7 +96,7 @@ from compiler.errors import CompileError
 from compiler.float_exec import run_float
 from compiler.frontend import onnx as onnx_frontend
 from compiler.postops import Affine, Eltwise, PostOp
-from floatops.kernels import KERNELS, conv2d, pad2d
+from floatops.kernels import KERNELS, average_divisor_pads, conv2d, divisor_counts, pad2d
 from golden.config import HwConfig
 from regressions.fuzz.properties import Property, register
 
@@ -358,8 +356,6 @@ def _draw_pool(draw, op: str, shape: tuple[int, int, int]) -> dict[str, Any]:
     attrs: dict[str, Any] = {"kernel": tuple(kernel), "stride": tuple(stride), "pads": tuple(pads), "ceil": ceil}
     if op == "avgpool":
         attrs["count_include_pad"] = draw(st.booleans())
-        if attrs["ceil"] and attrs["count_include_pad"] and any(pads):
-            attrs["ceil"] = False  # the frontend refuses this combination (ONNX's divisor matches neither IR rule)
     return attrs
 
 
@@ -435,6 +431,17 @@ class ErrorBound:
 
 def _channel(v: np.ndarray) -> np.ndarray:
     return np.asarray(v, dtype=np.float64).reshape(1, -1, 1, 1)
+
+
+def _divisor(x: np.ndarray, a: dict, kernel, stride, pads) -> np.ndarray:
+    """(OH, OW) divisors of an average (``floatops.kernels.average_divisor_pads`` says which padding counts)."""
+    counted = average_divisor_pads({**a, "pads": pads})
+    h, w = x.shape[2], x.shape[3]
+    oh = (h + pads[0] + pads[2] - kernel[0]) // stride[0] + 1
+    ow = (w + pads[1] + pads[3] - kernel[1]) // stride[1] + 1
+    ch = divisor_counts(h, kernel[0], stride[0], pads[0], counted[0], counted[2], oh)
+    cw = divisor_counts(w, kernel[1], stride[1], pads[1], counted[1], counted[3], ow)
+    return (ch[:, None] * cw[None, :]).astype(np.float64)
 
 
 def _sum_pool(x: np.ndarray, kernel, stride, pads) -> np.ndarray:
@@ -548,18 +555,20 @@ def error_bound(lowered, ctx, values: dict[str, np.ndarray]) -> dict[str, ErrorB
         b_in = bounds[n.inputs[0]]
         if n.op == "dla.pdp":
             (kh, kw), stride, pads = a["kernel"], a["stride"], a["pads"]
+            # PDP divides by the whole kernel, unless lowering split the edges off (``divisor_pads``)
+            count = _divisor(x, {"divisor_pads": a.get("divisor_pads", pads)}, (kh, kw), stride, pads) \
+                if a["method"] == "avg" else None
             if a["method"] == "avg":
-                y = _sum_pool(x, (kh, kw), stride, pads) / (kh * kw)
+                y = _sum_pool(x, (kh, kw), stride, pads) / count
             else:
                 y = _max_pool(x, (kh, kw), stride, pads)
             values.setdefault(n.outputs[0], y)
             y = values[n.outputs[0]]
             if a["method"] == "avg":
-                area = kh * kw
                 gain = scales[n.inputs[0]] / scales[n.outputs[0]]
-                rw = min(0x1FFFF, max(1.0, 2.0 ** 16 * math.sqrt(gain) / kw))
+                rw = min(0x1FFFF, max(1.0, 2.0 ** 16 * math.sqrt(gain) / kw))  # the whole kernel's: the coarsest
                 rh = min(0x1FFFF, max(1.0, 2.0 ** 16 * math.sqrt(gain) / kh))
-                b = _averaged(x, b_in, 1.0 / area, (kh, kw), stride, pads)
+                b = _averaged(x, b_in, 1.0 / count, (kh, kw), stride, pads)
                 b.det = b.det + (0.5 / rw + 0.5 / rh) * np.abs(y)
                 b = _requantize(b, y, scales[n.outputs[0]], steps=2.0)
                 # The PDP stores the low byte of the average: beyond the range it wraps rather than saturates.
@@ -611,11 +620,7 @@ def error_bound(lowered, ctx, values: dict[str, np.ndarray]) -> dict[str, ErrorB
             bounds[n.outputs[0]] = ErrorBound(kernel([b_in.det], a)[0], kernel([b_in.var], a)[0])
         elif n.op == "cpu.AveragePool":
             (kh, kw), stride, pads = a["kernel"], a["strides"], a["pads"]
-            if a.get("count_include_pad", False):
-                count = float(kh * kw)
-            else:
-                count = _sum_pool(np.ones_like(x[:1, :1]), (kh, kw), stride, pads)
-            b = _averaged(x, b_in, 1.0 / count, (kh, kw), stride, pads)
+            b = _averaged(x, b_in, 1.0 / _divisor(x, a, (kh, kw), stride, pads), (kh, kw), stride, pads)
             bounds[n.outputs[0]] = _requantize(b, values[n.outputs[0]], scales[n.outputs[0]])
         else:
             raise ValueError(f"error_bound: no rule for {n.op} ({n.name})")

@@ -177,3 +177,31 @@ def test_nvdla_loadables_on_nvdla_rtl(pytestconfig: pytest.Config, tmp_path: Pat
     assert not bad, f"{len(bad)} of {len(blobs)} loadables differ:\n" + "\n".join(bad)
     assert results[-2].tasks[0].stats.max_in_flight["SDP"] == 2
     assert results[-1].tasks[0].stats.max_in_flight["PDP"] == 2
+
+
+def _edge_pools() -> "onnx.ModelProto":
+    """Averages whose edge windows divide by fewer taps than the kernel (count_include_pad=0 with padding, then
+    ceil mode with padding: Caffe's rule), which the compiler runs as several PDP passes writing one output."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("AveragePool", ["x"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0),
+             helper.make_node("AveragePool", ["a"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                              ceil_mode=1, count_include_pad=1)]
+    graph = helper.make_graph(nodes, "edge_pools", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 10, 10])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 6, 6])])
+    return onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)]))
+
+
+def test_edge_divisor_pools_on_nvdla_rtl_equal_golden(tmp_path: Path) -> None:
+    """Each edge row/column of such an average is its own PDP pass reading and writing a sub-rectangle of the
+    cubes (shifted base addresses, the full cubes' strides): NVDLA's PDP must produce golden's bytes."""
+    msg, lowered, _ = compile_graph(onnx_frontend.load(_edge_pools()), CONFIG)
+    assert [n.op for n in lowered.nodes] == ["dla.pdp", "dla.pdp"]
+    net = Network(msg)
+    assert sum(1 for _ in net.dla_ops()) == 9 + 4  # 3x3 regions (both edges), 2x2 (the overhanging last ones)
+    x = inputs(net)
+    want = net.run(x, raw=True)
+    got = net.run(x, target=SIMULATOR, raw=True, rtl_options=nvdla_rtl_options(runs_root=str(tmp_path / "runs")))
+    differ = first_difference(net, got, want)
+    assert not differ, f"edge pools: {differ}; per task: {where_tasks_differ(net, x, tmp_path, nvdla_rtl_options())}"

@@ -316,10 +316,10 @@ def test_to_caffe_refuses_what_caffe_computes_differently() -> None:
     exclusive_avg = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="a")
     with pytest.raises(ValueError, match="count_include_pad"):
         to_caffe(model([exclusive_avg], x, ["y"], []))
-    overhang = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
-                                count_include_pad=1, ceil_mode=1, name="a")
-    with pytest.raises(ValueError, match="count_include_pad"):  # 8x8: the last window overhangs the pad
-        to_caffe(model([overhang], {"x": [1, 2, 8, 8]}, ["y"], []))
+    one_sided = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 0, 0],
+                                 count_include_pad=1, ceil_mode=1, name="a")
+    with pytest.raises(ValueError, match="count_include_pad"):  # ONNX's divisor stops at the end padding, 0 here
+        to_caffe(model([one_sided], {"x": [1, 2, 9, 9]}, ["y"], []))
     with pytest.raises(ValueError, match="no BatchNorm"):
         to_caffe(cnn(), legacy=True)
     asym = helper.make_node("Conv", ["x", "w"], ["y"], pads=[0, 0, 1, 1], name="c")
@@ -434,12 +434,34 @@ layer {{ name: "pool" type: "Pooling" bottom: "data" top: "pool"
         assert out[0, 1, i, i] == x[0, 1, lo:hi, lo:hi].max()
 
 
-def test_average_pool_overhang_with_padding_is_refused(tmp_path: Path) -> None:
-    text = """input: "data" input_shape { dim: 1 dim: 2 dim: 8 dim: 8 }
-layer { name: "ave" type: "Pooling" bottom: "data" top: "ave" pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 } }"""
+def caffe_ave_pool(x: np.ndarray, k: int, s: int, pad: int, out: int) -> np.ndarray:
+    """Caffe's AVE pooling written out (pooling_layer.cpp): a window's divisor spans it clipped to the padded
+    input, padding counted, a ceil-mode overhang not; its sum spans it clipped to the input."""
+    n, c, h, w = x.shape
+    y = np.zeros((n, c, out, out))
+    for i in range(out):
+        for j in range(out):
+            h0, w0 = i * s - pad, j * s - pad
+            h1, w1 = min(h0 + k, h + pad), min(w0 + k, w + pad)
+            size = (h1 - h0) * (w1 - w0)
+            window = x[:, :, max(h0, 0):min(h1, h), max(w0, 0):min(w1, w)]
+            y[:, :, i, j] = window.sum(axis=(2, 3)) / size
+    return y
+
+
+@pytest.mark.parametrize("size, k, s, pad", [(8, 3, 2, 1), (10, 3, 2, 1), (9, 2, 2, 1), (12, 5, 3, 2), (8, 3, 2, 0)])
+def test_average_pool_overhang_follows_caffe(tmp_path: Path, size: int, k: int, s: int, pad: int) -> None:
+    """Ceil mode with padding: the last window overhangs the padding and Caffe divides it by the padded
+    window it covers, which neither IR averaging rule alone gives (the frontend says which padding counts)."""
+    text = f"""input: "data" input_shape {{ dim: 1 dim: 2 dim: {size} dim: {size} }}
+layer {{ name: "ave" type: "Pooling" bottom: "data" top: "ave"
+  pooling_param {{ pool: AVE kernel_size: {k} stride: {s} pad: {pad} }} }}"""
     p, _ = write(tmp_path, "ave", text)
-    with pytest.raises(CompileError, match=r"layer 'ave' \(Pooling\): unsupported: AVE pooling"):
-        caffe.load(p)
+    g = caffe.load(p)
+    out = caffe.caffe_pool_size(size, k, s, pad, True, bool(pad))
+    assert g.shapes["ave"] == (1, 2, out, out)
+    x = RNG.normal(size=(1, 2, size, size))
+    np.testing.assert_allclose(run_float(g, {"data": x})["ave"], caffe_ave_pool(x, k, s, pad, out), rtol=1e-12)
 
 
 LAYERS_ZOO = """

@@ -275,8 +275,8 @@ class _Exporter:
                 for o in range(out):
                     start = o * s - p0
                     caffe = min(start + k, size + p0) - start
-                    if cip:
-                        onnx_div = k if start + k <= size + p1 else None
+                    if cip:  # onnxruntime clips a ceil-mode window at the end padding, as Caffe does
+                        onnx_div = min(start + k, size + p1) - start
                     else:
                         onnx_div = min(start + k, size) - max(start, 0)
                     if onnx_div != caffe:
