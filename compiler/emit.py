@@ -94,6 +94,17 @@ def _to_pb_writes(hw, regs: RegProgram, op: pb.DlaOp) -> None:
             w.reloc.region, w.reloc.offset, w.reloc.shift = write.reloc[0], write.reloc[1], 0
 
 
+#: SDP's and PDP's cube channel fields are 13 bits: a wider cube runs as several passes over channel groups.
+MAX_ENGINE_CHANNELS = 1 << 13
+
+
+def channel_groups(c: int, atom: int) -> list[tuple[int, int]]:
+    """[c0, c1) groups of at most ``MAX_ENGINE_CHANNELS`` channels, each starting on a memory atom (an
+    element-wise engine pass over each group computes the whole cube's result)."""
+    width = MAX_ENGINE_CHANNELS // atom * atom
+    return [(c0, min(c, c0 + width)) for c0 in range(0, c, width)]
+
+
 def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[pb.DlaOp]:
     hw, plan = ctx.hw, ctx.plan
     atom = hw.atom_elements()
@@ -137,18 +148,25 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
         from compiler.codegen.sdp import emit_sdp
 
         prm = n.attrs["sdp"]
-        regs = RegProgram(hw, strict=True)
         if prm.lut is not None and not hw.sdp_lut:
             raise g.error(n, f"{hw.name} has no SDP LUT")
-        emit_sdp(regs, src, dst, prm, _place_operands(prm, weights, plan, dst, atom, 0, 0))
-        op = pb.DlaOp(name=n.name, engines=["SDP"], layer=layer, interrupt_mask=1 << done_bit("SDP"))
-        _to_pb_writes(hw, regs, op)
-        ops.append(op)
+        groups = channel_groups(src.channels, atom)
+        for i, (k0, k1) in enumerate(groups):
+            part = _sdp_slice(prm, k0, k1) if len(groups) > 1 else prm
+            s_cube, d_cube = src.surfaces_from(k0, k1 - k0, atom), dst.surfaces_from(k0, k1 - k0, atom)
+            regs = RegProgram(hw, strict=True)
+            emit_sdp(regs, s_cube, d_cube, part, _place_operands(part, weights, plan, d_cube, atom, 0, k0))
+            op = pb.DlaOp(name=n.name if len(groups) == 1 else f"{n.name}#{i}", engines=["SDP"], layer=layer,
+                          interrupt_mask=1 << done_bit("SDP"))
+            _to_pb_writes(hw, regs, op)
+            ops.append(op)
     elif n.op == "dla.pdp":
         regions = n.attrs.get("pdp_regions")
         passes = [(src, dst, n.attrs["pdp"])] if not regions else \
             [(src.window(r.in_rows, r.in_cols, atom), dst.window(r.out_rows, r.out_cols, atom), prm)
              for r, prm in regions]
+        passes = [(s_cube.surfaces_from(k0, k1 - k0, atom), d_cube.surfaces_from(k0, k1 - k0, atom), prm)
+                  for s_cube, d_cube, prm in passes for k0, k1 in channel_groups(src.channels, atom)]
         for i, (s_cube, d_cube, prm) in enumerate(passes):
             regs = RegProgram(hw, strict=True)
             emit_pdp(regs, s_cube, d_cube, prm)

@@ -16,7 +16,8 @@ it and ``compiler/passes/lower.py`` runs it on CONV/SDP/PDP or, where an engine 
 atom boundaries or of one tensor twice), as a CPU op. Not drawn: what the frontend refuses (pooling pads >=
 the kernel) and ceil-mode pooling whose last window would start in the trailing padding (ONNX drops that
 window and so do the frontend and onnxruntime, but onnx's shape inference keeps it, and onnxruntime then fails
-reusing a buffer of that shape: no reference). A ``CompileError`` on a drawn example fails the property: either the strategy drew something unsupported or the compiler refuses a supported network.
+reusing a buffer of that shape: no reference). A ``CompileError`` on a drawn example fails the property:
+either the strategy drew something unsupported or the compiler refuses a supported network.
 ``networks(hw)`` uses ``hw`` only to favour channel counts that are multiples of its atom (in-place concats).
 
 Error bound (``error_bound``)

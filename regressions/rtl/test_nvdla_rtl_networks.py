@@ -188,7 +188,8 @@ def _edge_pools() -> "onnx.ModelProto":
     nodes = [helper.make_node("AveragePool", ["x"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0),
              helper.make_node("AveragePool", ["a"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
                               ceil_mode=1, count_include_pad=1)]
-    graph = helper.make_graph(nodes, "edge_pools", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 10, 10])],
+    graph = helper.make_graph(nodes, "edge_pools",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 10, 10])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 6, 6])])
     return onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)]))
 

@@ -213,11 +213,36 @@ def test_fc_too_large_for_the_cbuf_is_split_over_input_channels() -> None:
 
 def test_more_channels_than_datain_channel_counts_are_split() -> None:
     """9216 channels fit nv_full's CBUF as one line but not DATAIN_CHANNEL's 13 bits."""
-    m = _fc_model(9216, 1, 32, relu_in=False)  # (an SDP over 9216 channels would overflow its CHANNEL field)
+    m = _fc_model(9216, 1, 32, relu_in=False)  # (the input in int8 unrectified: the FC split alone)
     ld, lowered, _ = _compile(m, "nv_full")
     widths = [n.attrs["weight"].shape[1] for n in lowered.nodes if n.op == "dla.conv"]
     assert len(widths) == 2 and sum(widths) == 9216 and max(widths) <= 8192
     assert _cosine_vs_float(m, ld) > 0.999
+
+
+def test_sdp_and_pdp_over_more_channels_than_their_fields_count_run_per_channel_group() -> None:
+    """8200 channels: BN + ReLU + a residual Add (SDP with per-channel and per-element operands), then a max
+    pool and an average with edge divisors (PDP regions): every engine op runs on two channel groups (8192 + 8),
+    and the last group (operands at an offset) matches float as well as the first."""
+    c = 8200
+    rng = np.random.default_rng(2)
+    inits = {"g": rng.uniform(.5, 1.5, c), "b": rng.normal(0, .1, c), "m": rng.normal(0, .1, c),
+             "v": rng.uniform(.5, 1.5, c)}
+    nodes = [helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["r"]), helper.make_node("Add", ["r", "x"], ["s"]),
+             helper.make_node("MaxPool", ["s"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    m = _model(nodes, {k: v.astype(np.float32) for k, v in inits.items()}, [1, c, 4, 6], "y", [1, c, 2, 3])
+    ld, lowered, _ = _compile(m)
+    assert _ops(lowered) == ["dla.sdp", "dla.pdp", "dla.pdp"]
+    ops = [op for task in ld.tasks for op in task.dla.ops]
+    assert len(ops) == 2 + 2 + 2 * 2 * 3  # the 3x3 average excluding padding over 2x3: every output an edge, per group
+    x = np.random.default_rng(9).standard_normal((1, c, 4, 6)).astype(np.float32)
+    got = Network(ld).run({"x": x})["y"]
+    ref = session(m).run(None, {"x": x})[0]
+    for c0, c1 in ((0, 8192), (8192, c)):
+        a, b = got[:, c0:c1].ravel(), ref[:, c0:c1].ravel()
+        assert float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)) > 0.999, (c0, c1)
 
 
 def test_a_conv_no_channel_slice_fits_is_refused_before_calibration() -> None:
