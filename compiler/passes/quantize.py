@@ -74,6 +74,14 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
             if r in group_max:
                 group_max[r] = max(group_max[r], float(amax[n.outputs[0]]) * AVG_POOL_HEADROOM)
                 widened.add(r)
+    # An average's two reciprocals apply at most ``max_pool_gain``: an output range narrower than the input's
+    # by more than that (averaging cancels a lot) is widened to it rather than left under-scaled.
+    for n in g.nodes:
+        if n.op == "dla.pdp" and n.attrs["method"] == "avg":
+            ri, ro = uf.find(n.inputs[0]), uf.find(n.outputs[0])
+            if ri != ro and ri in group_max and ro in group_max:
+                limit = max_pool_gain(*n.attrs["kernel"]) / float(n.attrs.get("gain", 1.0))
+                group_max[ro] = max(group_max[ro], group_max[ri] / limit)
     # Network outputs and what feeds the CPU (logits before a softmax) keep headroom above the calibrated
     # range: clipping unseen inputs there would make the top classes tie.
     for t in tensors:
@@ -215,14 +223,32 @@ def sdp_params(post: list[PostOp], in_scale: np.ndarray, out_scale: float, scale
     return prm
 
 
+#: nv_small's RTL keeps the width multiply's result (window sum x RECIP_KERNEL_WIDTH / 2^16, rounded) in 11
+#: signed bits (``golden.engines.pdp.RTL_HMULT``): |sum| x RECIP_KERNEL_WIDTH must stay below 2^26.
+STAGE1_LIMIT = 1 << 26
+#: The smallest RECIP_KERNEL_HEIGHT a gain is split to: its rounding then costs at most 1/8192 of the output.
+MIN_RECIP_H = 1 << 12
+
+
+def max_recip_w(kh: int, kw: int) -> int:
+    """The largest RECIP_KERNEL_WIDTH whose first-stage result fits 11 bits for any int8 window sum."""
+    return min(MAX_RECIP, (STAGE1_LIMIT - 1) // (128 * kh * kw))
+
+
+def max_pool_gain(kh: int, kw: int) -> float:
+    """The largest input/output scale ratio a kh x kw average can apply in its two reciprocals."""
+    return max_recip_w(kh, kw) * MAX_RECIP / 2.0 ** 32 * kh * kw
+
+
 def pool_reciprocals(kh: int, kw: int, gain: float) -> tuple[int, int]:
-    """RECIP_KERNEL_WIDTH/HEIGHT for an average that also rescales by ``gain`` (input / output scale):
-    their product / 2^32 is gain / (kh * kw). A gain above 1 goes wholly into the height factor: the width
-    multiply's result must stay within the row sums' range, since nv_small's RTL keeps it in 11 bits
-    (``golden.engines.pdp.RTL_HMULT``) and a larger one wraps; a gain below 1 is shared."""
-    gain = min(gain, MAX_RECIP * MAX_RECIP / 2.0 ** 32 * kh * kw)
+    """RECIP_KERNEL_WIDTH/HEIGHT for an average that also rescales by ``gain`` (input / output scale): their
+    product / 2^32 is gain / (kh * kw). The width factor is as large as nv_small's 11-bit first stage allows,
+    since that stage rounds to an integer and the height factor multiplies its rounding error; the height
+    factor keeps at least 12 bits of its own precision."""
+    gain = min(gain, max_pool_gain(kh, kw))
     product = 2.0 ** 32 * gain / (kh * kw)
-    rw = min(MAX_RECIP, max(1, int(round(2.0 ** 16 * min(1.0, math.sqrt(gain)) / kw))))
+    rh = min(MAX_RECIP, max(MIN_RECIP_H, int(round(product / max_recip_w(kh, kw)))))
+    rw = min(max_recip_w(kh, kw), max(1, int(round(product / rh))))
     rh = min(MAX_RECIP, max(1, int(round(product / rw))))
     return rw, rh
 

@@ -566,12 +566,17 @@ def error_bound(lowered, ctx, values: dict[str, np.ndarray]) -> dict[str, ErrorB
             values.setdefault(n.outputs[0], y)
             y = values[n.outputs[0]]
             if a["method"] == "avg":
-                gain = scales[n.inputs[0]] / scales[n.outputs[0]]
-                rw = min(0x1FFFF, max(1.0, 2.0 ** 16 * math.sqrt(gain) / kw))  # the whole kernel's: the coarsest
-                rh = min(0x1FFFF, max(1.0, 2.0 ** 16 * math.sqrt(gain) / kh))
+                # The reciprocals the compiler chose (one pair per edge region): their product's relative
+                # error scales the output; the first stage rounds to an integer that the second multiplies
+                # by RECIP_KERNEL_HEIGHT / 2^16 (in output steps), then the output rounds once more.
+                gain = float(a.get("gain", 1.0)) * scales[n.inputs[0]] / scales[n.outputs[0]]
+                passes = [prm for _, prm in a["pdp_regions"]] if a.get("pdp_regions") else [a["pdp"]]
+                rel = max(abs(p.recip_w * p.recip_h * p.kernel[0] * p.kernel[1] / (2.0 ** 32 * gain) - 1.0)
+                          for p in passes)
+                stage1 = max(p.recip_h for p in passes) / 2.0 ** 16
                 b = _averaged(x, b_in, 1.0 / count, (kh, kw), stride, pads)
-                b.det = b.det + (0.5 / rw + 0.5 / rh) * np.abs(y)
-                b = _requantize(b, y, scales[n.outputs[0]], steps=2.0)
+                b.det = b.det + rel * np.abs(y)
+                b = _requantize(b, y, scales[n.outputs[0]], steps=1.0 + stage1 * stage1)
                 # The PDP stores the low byte of the average: beyond the range it wraps rather than saturates.
                 # The range (calibration x AVG_POOL_HEADROOM) is the compiler's documented choice, so elements
                 # that may wrap are left unchecked (an infinite bound), as is everything computed from them.
