@@ -52,11 +52,12 @@ def load(model: Path | str | onnx.ModelProto, *, source: str | None = None) -> G
 
     ``source`` names the model in errors; it defaults to the file path (or the graph's name in memory).
     """
-    checkable: onnx.ModelProto | str
     if isinstance(model, onnx.ModelProto):
-        proto = checkable = model
+        proto = model
         src = source or (model.graph.name or "onnx-model")
         name = model.graph.name or "net"
+        _precheck(proto, src)
+        _check(model, src)
     else:
         path = Path(model)
         src = source or str(path)
@@ -64,22 +65,39 @@ def load(model: Path | str | onnx.ModelProto, *, source: str | None = None) -> G
         why = not_a_file(path)
         if why:
             raise CompileError(src, why)
+        # The checker reads the file itself (serializing a 100 MB proto back costs more) and runs before
+        # Python loads it, so the two copies of a big model are never in memory at once (VGG-19: 1.7 -> 1.2 GB).
+        # Its verdict is kept until the file has been read: unreadable files and too-new opsets are named first.
+        try:
+            _check(str(path), src)
+            invalid = None
+        except CompileError as e:
+            invalid = e
         try:
             proto = onnx.load(str(path))
         except Exception as e:  # DecodeError, truncated external data, ...
             raise CompileError(src, f"not a readable ONNX model ({type(e).__name__}: {_one_line(e)})") from None
-        checkable = str(path)  # the checker reads the file itself: serializing a 100 MB proto back costs more
+        _precheck(proto, src)
+        if invalid is not None:
+            raise invalid
+    return _Importer(proto, src, name).run()
+
+
+def _precheck(proto: onnx.ModelProto, src: str) -> None:
+    """What the ONNX checker would report less clearly: no graph, an opset newer than ours."""
     if not proto.HasField("graph") or not proto.graph.node or not proto.graph.output:
         raise CompileError(src, "not an ONNX model (no graph with nodes and outputs)")
     opset = _default_opset(proto)
     if opset > NEWEST_OPSET:
         raise CompileError(src, f"opset {opset} is newer than the newest this compiler supports ({NEWEST_OPSET}); "
                                 f"export the model with opset {NEWEST_OPSET} or older")
+
+
+def _check(checkable: onnx.ModelProto | str, src: str) -> None:
     try:
         onnx.checker.check_model(checkable)
     except Exception as e:  # ValidationError
         raise CompileError(src, f"invalid ONNX model: {_one_line(e)}") from None
-    return _Importer(proto, src, name).run()
 
 
 def _default_opset(model: onnx.ModelProto) -> int:
@@ -425,10 +443,12 @@ def _gemm(im: _Importer, node: onnx.NodeProto, name: str) -> None:
     a = _attrs(node)
     if int(a.get("transA", 0)):
         raise im.err(node, "transA=1 is not supported")
-    b = im.need_const(node, node.input[1], "B (weights)").astype(np.float64)
+    b = im.need_const(node, node.input[1], "B (weights)")
     if b.ndim != 2:
         raise im.err(node, f"B must be 2-D, got shape {list(b.shape)}")
-    w = (b if int(a.get("transB", 0)) else b.T) * float(a.get("alpha", 1.0))
+    w = b if int(a.get("transB", 0)) else b.T
+    if float(a.get("alpha", 1.0)) != 1.0:  # (only then a float64 copy: VGG's FC6 alone is 400 MB of float32)
+        w = w.astype(np.float64) * float(a["alpha"])
     inputs = [node.input[0], im.weight(w, f"{name}_W")]
     if len(node.input) > 2 and node.input[2]:
         c = im.need_const(node, node.input[2], "C (bias)").astype(np.float64) * float(a.get("beta", 1.0))
