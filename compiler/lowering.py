@@ -328,7 +328,7 @@ def block_diagonal(w: np.ndarray, group: int) -> np.ndarray:
 
 def _lower_conv(g: Graph, n: Node, ctx: CompileContext) -> list[Node]:
     x = n.inputs[0]
-    w = g.consts[n.inputs[1]].astype(np.float64)
+    w = g.consts[n.inputs[1]]  # float32, as the graph holds it: quantize widens one block of kernels at a time
     bias = g.consts[n.inputs[2]].astype(np.float64).ravel() if len(n.inputs) > 2 and n.inputs[2] else None
     layers = [n.name]
     pre: list[Node] = []
@@ -352,7 +352,7 @@ def _lower_conv(g: Graph, n: Node, ctx: CompileContext) -> list[Node]:
         group = int(n.attrs.get("group", 1))
         c_in, kg, r, s = w.shape
         cg = c_in // group
-        conv_w = np.zeros((kg * group, c_in, r, s))
+        conv_w = np.zeros((kg * group, c_in, r, s), dtype=w.dtype)
         for i in range(group):
             blk = w[i * cg:(i + 1) * cg]  # (cg, kg, r, s)
             conv_w[i * kg:(i + 1) * kg, i * cg:(i + 1) * cg] = blk.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]

@@ -223,6 +223,8 @@ def sdp_params(post: list[PostOp], in_scale: np.ndarray, out_scale: float, scale
     return prm
 
 
+#: Weight elements quantized at once (their float64 temporaries: 128 MB).
+QUANTIZE_BLOCK = 1 << 24
 #: nv_small's RTL keeps the width multiply's result (window sum x RECIP_KERNEL_WIDTH / 2^16, rounded) in 11
 #: signed bits (``golden.engines.pdp.RTL_HMULT``): |sum| x RECIP_KERNEL_WIDTH must stay below 2^26.
 STAGE1_LIMIT = 1 << 26
@@ -273,17 +275,27 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
         w = n.attrs["weight"]
         k = w.shape[0]
         if ctx.quant == "per-kernel":
-            sw = np.full(k, max(float(np.max(np.abs(w))), 1e-12) / 127.0)
+            sw = np.full(k, max(float(w.max()), -float(w.min()), 1e-12) / 127.0)
         else:
-            sw = np.maximum(np.max(np.abs(w.reshape(k, -1)), axis=1), 1e-12) / 127.0
-        wq = np.clip(np.rint(w / sw[:, None, None, None]), -127, 127).astype(np.int8)
+            flat = w.reshape(k, -1)  # (max and -min: no |w| copy of the weights)
+            peak = np.maximum(flat.max(axis=1), -flat.min(axis=1)).astype(np.float64)
+            sw = np.maximum(peak, 1e-12) / 127.0
         # Bias correction: the rounding error of each filter times the mean of its input is a constant
         # offset per output channel that pooling does not average away; fold its expectation into the bias.
         mean = ctx.channel_mean.get(n.inputs[0])
         first = n.attrs["post"][0]
-        if mean is not None and np.size(mean) == w.shape[1] and isinstance(first, Affine):
-            dw = w - wq.astype(np.float64) * sw[:, None, None, None]
-            corr = np.einsum("kcrs,c->k", dw, np.asarray(mean, dtype=np.float64))
+        correct = mean is not None and np.size(mean) == w.shape[1] and isinstance(first, Affine)
+        wq = np.empty(w.shape, dtype=np.int8)
+        corr = np.zeros(k)
+        step = max(1, QUANTIZE_BLOCK // max(1, w[0].size))  # float64 temporaries of a block, not of VGG's FC6
+        for k0 in range(0, k, step):
+            blk = np.asarray(w[k0:k0 + step], dtype=np.float64)
+            s_blk = sw[k0:k0 + step, None, None, None]
+            q = np.clip(np.rint(blk / s_blk), -127, 127)
+            wq[k0:k0 + step] = q
+            if correct:
+                corr[k0:k0 + step] = np.einsum("kcrs,c->k", blk - q * s_blk, np.asarray(mean, dtype=np.float64))
+        if correct:
             n.attrs["post"][0] = replace(first, bias=first.bias + corr * first.scale)
         pt, pl, _, _ = n.attrs["pads"]
         n.attrs["conv"] = ConvParams(weights=wq, stride=tuple(n.attrs["stride"]),
@@ -324,7 +336,7 @@ def _non_finite_parameters(n: Node) -> str | None:
         if isinstance(p, Affine):
             arrays[f"scale of post-op {i}"], arrays[f"bias of post-op {i}"] = p.scale, p.bias
     for what, values in arrays.items():
-        if values is not None and not np.all(np.isfinite(np.asarray(values, dtype=np.float64))):
+        if values is not None and not np.isfinite(np.asarray(values)).all():  # (no float64 copy of the weights)
             return f"NaN or Inf in its {what} after folding (float32 overflow?)"
     return None
 
