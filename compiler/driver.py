@@ -166,10 +166,12 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
                   quant: str = "per-filter", calib_method: str = "minmax", dump_passes: Path | None = None,
                   log: Callable[[str], None] = lambda m: None,
                   progress: Callable[[str], None] = lambda m: None,
-                  histograms: bool = False) -> tuple[object, Graph, CompileContext]:
+                  histograms: bool = False,
+                  observe: Callable[[str, Graph], None] | None = None) -> tuple[object, Graph, CompileContext]:
     """Compile an IR graph; returns (Loadable proto, lowered graph, context). Tests use the graph and the
     context (scales, plan) to replay single layers. ``histograms`` keeps every tensor's calibration histogram
-    in the context (for ``compiler.quant_report``) even when the method does not need them."""
+    in the context (for ``compiler.quant_report``) even when the method does not need them. ``observe`` is
+    called with (pass name, graph) after every pass."""
     from compiler.emit import emit_loadable
 
     if quant not in QUANT_MODES:
@@ -183,7 +185,7 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
     ctx = CompileContext(hw=hw, quant=quant, calib_method=calib_method, log=log, progress=progress,
                          amax=dict(calib_table or {}), keep_histograms=histograms)
     ctx.calib_inputs = calib_inputs if calib_inputs is not None else random_inputs(g, DEFAULT_CALIB_RANDOM)
-    pm = PassManager(PIPELINE, dump_passes)
+    pm = PassManager(PIPELINE, dump_passes, observe)
     g = pm.run(g, ctx)
     ld = emit_loadable(g, ctx, source=g.source)
     return ld, g, ctx

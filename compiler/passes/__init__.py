@@ -46,9 +46,12 @@ class Pass(Protocol):
 
 
 class PassManager:
-    def __init__(self, passes: list[tuple[str, Callable[[Graph, CompileContext], Graph]]], dump_dir: Path | None = None):
+    def __init__(self, passes: list[tuple[str, Callable[[Graph, CompileContext], Graph]]], dump_dir: Path | None = None,
+                 observe: Callable[[str, Graph], None] | None = None):
         self.passes = passes
         self.dump_dir = dump_dir
+        #: Called with (pass name, graph) after each pass: tests take the float graph just before lowering.
+        self.observe = observe
         self.times: dict[str, float] = {}
 
     def run(self, g: Graph, ctx: CompileContext) -> Graph:
@@ -59,6 +62,8 @@ class PassManager:
             g = fn(g, ctx)
             self.times[name] = time.perf_counter() - t0
             self._dump(f"{i:02d}_{name}.txt", g)
+            if self.observe is not None:
+                self.observe(name, g)
         return g
 
     def _dump(self, fname: str, g: Graph) -> None:

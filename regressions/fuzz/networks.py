@@ -719,10 +719,17 @@ def evaluate(hw: HwConfig, spec: NetSpec) -> Evaluation:
     model = build_model(spec)
     calib, x = _feeds(spec)
     graph = onnx_frontend.load(model)
-    canonical = graph.copy()
-    ld, lowered, ctx = compile_graph(graph, hw.name, calib_inputs=calib)
+    before_lowering: dict[str, Any] = {}
+
+    def keep(name: str, g: Any) -> None:
+        # The float graph lowering starts from: channels padded to atoms (pad_channels) and concat inputs
+        # rescaled (equalize_concats) as the lowered tensors are; the same outputs as the model's.
+        if name == "equalize_concats":
+            before_lowering["graph"] = g.copy()
+
+    ld, lowered, ctx = compile_graph(graph, hw.name, calib_inputs=calib, observe=keep)
     got = Network(ld).run({"x": x})
-    bounds = error_bound(lowered, ctx, run_float(canonical, {"x": x}, keep=True))
+    bounds = error_bound(lowered, ctx, run_float(before_lowering["graph"], {"x": x}, keep=True))
     shapes = tensor_shapes(spec)
     names = [tensor_name(i) for i in output_indices(spec)]
     out_bounds = {}
