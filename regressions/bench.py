@@ -17,7 +17,8 @@ Sections and keys (rates are best-of-``repeat``; wall times are one run unless s
     writing int8 on the fly (target ratio >= 0.3);
   - ``golden_conv_int16_{mac_per_s,gemm_ratio}``: the same layer in int16 on nv_full, full-range values,
     still exact through float64 GEMM (target ratio >= 0.3); ``golden_conv_fp16_*``: a 28x28x128 -> 64 fp16
-    conv (vectorized emulation of CMAC's aligned products and CACC's float; no target);
+    conv (CMAC's aligned Booth products and CACC's float emulated bit by bit in compiled loops; target
+    ratio >= 0.02);
   - ``golden_{sdp,pdp,cdp}_elements_per_s``: input elements per second of SDP (BS ALU+MUL+ReLU per
     channel, BN ALU per element, output CVT), PDP (3x3 stride-2 max pool) and CDP (LRN, 5 channels) on a
     128x112x112 int8 cube; ``golden_{sdp,pdp,cdp}_gemm_ratio`` divides by ``gemm_mac_per_s``: elements
@@ -90,6 +91,7 @@ from regressions.bench_nvdla import TARGETS as _nvdla_targets  # noqa: E402
 TARGETS: dict[str, tuple[str, float]] = {
     "golden_conv_gemm_ratio": (">=", 0.3),
     "golden_conv_int16_gemm_ratio": (">=", 0.3),
+    "golden_conv_fp16_gemm_ratio": (">=", 0.02),  # issue 18
     "nv_small_suite_seconds": ("<", 10.0),
     "compile_resnet50_seconds": ("<", 10.0),
     "regress_parallel_speedup": (">=", 1.6),
@@ -114,7 +116,7 @@ class Sizes:
     conv: tuple[int, int, int, int, int]
     #: The same for the int16 and fp16 convs (nv_full with deep CBUF banks).
     conv16: tuple[int, int, int, int, int]
-    #: fp16 conv: emulates CMAC's aligned Booth products per slice (vectorized, but ~1000x the int16 cost).
+    #: fp16 conv: emulates CMAC's aligned Booth products lane by lane (compiled; ~50x the int16 cost).
     conv_fp16: tuple[int, int, int, int, int]
     #: (channels, height, width) of the SDP/PDP/CDP cube.
     cube: tuple[int, int, int]

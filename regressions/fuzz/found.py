@@ -99,9 +99,11 @@ def _read(path: Path, props: dict[str, Property]) -> Found:
 
 def load(props: dict[str, Property], found_dir: Path = FOUND_DIR, prop: str | None = None,
          config: str | None = None) -> list[Found]:
-    """Every saved failure under ``found_dir`` (optionally of one property / preset), sorted by path."""
+    """Every saved failure under ``found_dir`` (optionally of one property / preset), sorted by path. One
+    property's failures are read from its own folder only, so a test that registered some properties is not
+    stopped by the saved failures of another."""
     out = []
-    for path in sorted(Path(found_dir).glob("*/*.json")):
+    for path in sorted(Path(found_dir).glob(f"{prop if prop is not None else '*'}/*.json")):
         found = _read(path, props)
         if (prop is None or found.property == prop) and (config is None or found.config == config):
             out.append(found)
