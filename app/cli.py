@@ -656,7 +656,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=_guarded(cmd_trace))  # a crash outside a trace's own outcome: one line, exit 1
 
     c = sub.add_parser("compile", help="compile a Caffe or ONNX model into a loadable")
-    c.add_argument("model", metavar="MODEL", help="the model: ONNX (.onnx) or Caffe (.prototxt)")
+    c.add_argument("model", metavar="MODEL", help="the model: ONNX (.onnx), Caffe (.prototxt) or Keras (.h5)")
     c.add_argument("--weights", metavar="CAFFEMODEL", help="Caffe weights (.caffemodel)")
     c.add_argument("--config", required=True, choices=sorted(PRESETS), help="hardware config to compile for")
     c.add_argument("-o", "--output", required=True, metavar="OUT.dla", help="the loadable to write")
