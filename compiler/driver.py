@@ -182,8 +182,10 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
         raise CompileError("", f"unknown hardware config {hw_name!r} (known: {', '.join(sorted(PRESETS))})") from None
     if calib_method not in METHODS:
         raise CompileError("", f"--calib-method must be one of {', '.join(METHODS)}")
+    model_ranges = {t: 127.0 * s for t, s in g.quant_scales.items()}  # a pre-quantized model's scales
     ctx = CompileContext(hw=hw, quant=quant, calib_method=calib_method, log=log, progress=progress,
-                         amax=dict(calib_table or {}), keep_histograms=histograms)
+                         amax={**model_ranges, **(calib_table or {})}, keep_histograms=histograms,
+                         fixed_scales=set(model_ranges) - set(calib_table or {}))
     ctx.calib_inputs = calib_inputs if calib_inputs is not None else random_inputs(g, DEFAULT_CALIB_RANDOM)
     pm = PassManager(PIPELINE, dump_passes, observe)
     g = pm.run(g, ctx)

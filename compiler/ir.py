@@ -34,7 +34,8 @@ LRN                       [x]; size, alpha, beta, bias (ONNX: x / (bias + alpha/
 Softmax                   [x]; axis
 ========================  ==========================================================================
 
-Weights are float32 numpy arrays in ``Graph.consts``; every tensor's shape is in ``Graph.shapes``
+Conv and Gemm may carry ``weight_scale`` (K,): a pre-quantized model's per-filter weight scales, kept by the
+quantizer. Weights are float32 numpy arrays in ``Graph.consts``; every tensor's shape is in ``Graph.shapes``
 after ``infer_shapes``. Engine ops produced by lowering (``dla.*``/``cpu.*``) live in the same graph.
 """
 from __future__ import annotations
@@ -71,6 +72,9 @@ class Graph:
     nodes: list[Node] = field(default_factory=list)
     shapes: dict[str, Shape] = field(default_factory=dict)
     consts: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Activation scales a pre-quantized model gives (QuantizeLinear/QLinear* ops): tensor -> real value of one
+    #: int8 step. The compiler keeps them instead of calibrating those tensors.
+    quant_scales: dict[str, float] = field(default_factory=dict)
 
     # ---- queries ----------------------------------------------------------------------------------
     def where(self, node: Node) -> str:

@@ -134,6 +134,8 @@ class Lowering:
             if p is None or (isinstance(p, Eltwise) and (g.shapes[nxt.inputs[0]] != g.shapes[nxt.inputs[1]]
                                                          or p.tensor == t)):
                 return
+            if t in self.ctx.fixed_scales and not self._exact_through(t, nxt, p):
+                return  # a pre-quantized model rounds and saturates ``t`` to int8 here: so does the DLA
             fitted = _fit(e.attrs["post"], p, self.ctx.hw)
             if fitted is None:
                 return
@@ -143,6 +145,13 @@ class Lowering:
             e.attrs["layers"].append(nxt.name)
             e.outputs = list(nxt.outputs)
             self.absorbed.add(nxt.name)
+
+    def _exact_through(self, t: str, nxt: Node, p) -> bool:
+        """Whether fusing ``nxt`` past ``t``, which a pre-quantized model quantizes, computes what the model
+        does: only a ReLU to a tensor of the same scale (max(q, 0) of the int8 values: no rounding between)."""
+        out = nxt.outputs[0]
+        amax = self.ctx.amax
+        return isinstance(p, Relu) and out in amax and t in amax and amax[out] == amax[t]
 
     def fuse_last_conv(self) -> None:
         if self.out[-1].op == "dla.conv":
@@ -368,6 +377,8 @@ def _lower_conv(g: Graph, n: Node, ctx: CompileContext) -> list[Node]:
         attrs = {"stride": (1, 1), "dilation": (dy, dx), "pads": (0, 0, 0, 0)}
     k = w.shape[0]
     post = [Affine(np.ones(k), bias if bias is not None else np.zeros(k), slot=0)]
+    if "weight_scale" in n.attrs and n.op != "ConvTranspose" and np.size(n.attrs["weight_scale"]) == k:
+        attrs["weight_scale"] = np.asarray(n.attrs["weight_scale"], dtype=np.float64)
     conv = Node(n.name, "dla.conv", [x], list(n.outputs), dict(attrs, weight=w, post=post, layers=layers))
     return pre + [conv]
 

@@ -142,6 +142,8 @@ class _Importer:
         self.opset = _default_opset(model)
         self.g = Graph(name=name, source=source)
         self.raw: dict[str, np.ndarray] = {}
+        #: Per-output-channel scales of a pre-quantized model's int8 weights, by float constant name.
+        self.weight_scales: dict[str, np.ndarray] = {}
         self.node_names: set[str] = set()
         gr = model.graph
         self.taken: set[str] = {t.name for t in gr.initializer} | {t.name for t in gr.input}
@@ -215,6 +217,8 @@ class _Importer:
         name = self.fresh(f"{base}/{op.lower()}") if self._named else base
         self._named = True
         node = Node(name, op, [self.use(t) for t in inputs], list(outputs), dict(attrs or {}))
+        if op in ("Conv", "Gemm") and len(inputs) > 1 and inputs[1] in self.weight_scales:
+            node.attrs["weight_scale"] = self.weight_scales[inputs[1]]  # a pre-quantized model's, kept
         self.g.nodes.append(node)
         infer_shapes(self.g, [node])
         return node
@@ -272,8 +276,15 @@ class _Importer:
         return tuple(dims)
 
     def _convert(self, node: onnx.NodeProto) -> None:
-        if node.domain not in ("", "ai.onnx"):
+        from compiler.frontend.onnx_quant import MS_OPS, fold_constant, record_weight_scales
+
+        if node.domain not in ("", "ai.onnx") and not (node.domain == "com.microsoft" and node.op_type in MS_OPS):
             raise self.err(node, f"unsupported op (domain {node.domain!r})")
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear") and all(t in self.raw for t in node.input if t):
+            if node.op_type == "DequantizeLinear":
+                record_weight_scales(self, node)
+            fold_constant(self, node)
+            return
         if node.op_type == "Constant":
             self.raw[node.output[0]] = self._constant_value(node)
             if why := non_finite(self.raw[node.output[0]]):
@@ -450,6 +461,8 @@ def _gemm(im: _Importer, node: onnx.NodeProto, name: str) -> None:
     if float(a.get("alpha", 1.0)) != 1.0:  # (only then a float64 copy: VGG's FC6 alone is 400 MB of float32)
         w = w.astype(np.float64) * float(a["alpha"])
     inputs = [node.input[0], im.weight(w, f"{name}_W")]
+    if node.input[1] in im.weight_scales and w.shape[0] == im.weight_scales[node.input[1]].size:
+        im.weight_scales[inputs[1]] = im.weight_scales[node.input[1]] * abs(float(a.get("alpha", 1.0)))
     if len(node.input) > 2 and node.input[2]:
         c = im.need_const(node, node.input[2], "C (bias)").astype(np.float64) * float(a.get("beta", 1.0))
         if c.size not in (1, w.shape[0]):
@@ -789,3 +802,6 @@ def _softmax(im: _Importer, node: onnx.NodeProto, name: str) -> None:
     im.emit("Reshape", [node.input[0]], [flat], dict(shape=(rows, int(np.prod(xs, dtype=np.int64)) // rows)))
     im.emit("Softmax", [flat], [soft], dict(axis=1))
     im.emit("Reshape", [soft], [node.output[0]], dict(shape=tuple(xs)))
+
+
+from compiler.frontend import onnx_quant  # noqa: E402,F401 (registers the QDQ and QOperator converters)

@@ -26,6 +26,8 @@ class CompileContext:
     amax: dict[str, float] = field(default_factory=dict)
     #: tensors whose range a calibration table gave (kept as given)
     table_ranges: set[str] = field(default_factory=set)
+    #: tensors whose scale a pre-quantized model gave (``Graph.quant_scales``): kept exactly, no headroom
+    fixed_scales: set[str] = field(default_factory=set)
     #: per-channel mean of each tensor over the calibration inputs (bias correction)
     channel_mean: dict[str, object] = field(default_factory=dict)
     #: activation scale of every tensor (filled by the quantize pass)

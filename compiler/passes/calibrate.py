@@ -27,11 +27,38 @@ def _batches(feeds: list[dict[str, np.ndarray]], size: int):
         yield {t: np.concatenate([np.asarray(f[t], dtype=np.float32) for f in chunk]) for t in chunk[0]}
 
 
+#: Ops whose output holds the input's values (so it takes the input's scale when a model gives none).
+_MOVES = frozenset({"Identity", "Flatten", "Reshape", "MaxPool", "GlobalMaxPool", "Transpose", "Slice", "Split"})
+
+
+def _model_ranges(g: Graph, amax: dict[str, float]) -> bool:
+    """A pre-quantized model's scales carried over the ops that move values; True if every activation then
+    has a range (no calibration is needed)."""
+    for n in g.nodes:
+        if n.op in _MOVES and n.inputs[0] in amax:
+            for t in n.outputs:
+                amax.setdefault(t, amax[n.inputs[0]])
+        elif n.op == "Concat" and all(t in amax for t in n.inputs):
+            amax.setdefault(n.outputs[0], max(amax[t] for t in n.inputs))
+    for n in reversed(g.nodes):  # and back: the float op before a QuantizeLinear-ed Flatten (QOperator graphs)
+        if n.op in _MOVES and len(n.outputs) == 1 and n.outputs[0] in amax:
+            amax.setdefault(n.inputs[0], amax[n.outputs[0]])
+    tensors = set(g.inputs) | {t for n in g.nodes for t in n.outputs}
+    return all(t in amax for t in tensors)
+
+
 def calibrate(g: Graph, ctx: CompileContext) -> Graph:
     feeds = ctx.calib_inputs
     amax: dict[str, float] = dict(ctx.amax)  # a calibration table's entries win
     table = set(amax)
     ctx.table_ranges = table
+    if ctx.fixed_scales:
+        if _model_ranges(g, amax) and not ctx.keep_histograms:
+            ctx.log(f"scales from the model for all {len(amax)} tensors: no calibration")
+            ctx.amax, ctx.channel_mean, ctx.histograms = amax, {}, {}
+            return g
+        table = set(amax)
+        ctx.log(f"scales from the model for {len(table)} tensors; calibrating the others")
     ctx.log(f"calibrating on {len(feeds)} input(s)")
     sums: dict[str, np.ndarray] = {}
     hists: dict[str, AbsHistogram] = {}

@@ -71,6 +71,8 @@ def _compensable(n: Node, g: Graph) -> bool:
 def equalize_concats(g: Graph, ctx: CompileContext) -> Graph:
     amax = ctx.amax
     changed = 0
+    if ctx.fixed_scales:  # a pre-quantized model's scales and int8 weights are kept as they are
+        return g
     for group in _components(g):
         outputs = {n.outputs[0] for n in group}
         members = list(dict.fromkeys(t for n in group for t in n.inputs))

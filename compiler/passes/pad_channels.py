@@ -199,6 +199,10 @@ def _widen_conv(g: Graph, n: Node, src: Layout | None, dst: Layout | None) -> No
         out = np.zeros((phys, *w.shape[1:]), dtype=w.dtype)
         out[idx] = w
         w = out
+        if "weight_scale" in n.attrs:  # a pre-quantized model's per-filter scales: the zero kernels take 1
+            scale = np.ones(phys)
+            scale[idx] = n.attrs["weight_scale"]
+            n.attrs["weight_scale"] = scale
         if len(n.inputs) > 2 and n.inputs[2]:
             n.inputs[2] = _widen_const(g, n.inputs[2], dst)
     if src is not None:

@@ -45,7 +45,8 @@ MAX_RECIP = 0x1FFFF
 MIN_RANGE = 127.0 * float(np.finfo(np.float32).tiny)
 
 
-def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
+def tensor_scales(g: Graph, amax: dict[str, float], fixed: set[str] | frozenset[str] = frozenset()
+                  ) -> dict[str, float]:
     """Scale of every activation tensor: groups of same-scale tensors take their largest calibrated range."""
     uf = UnionFind()
     tensors = set(g.inputs) | {o for n in g.nodes for o in n.outputs} | {i for n in g.nodes for i in n.inputs}
@@ -67,11 +68,13 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
     # Average pooling stores the low byte of its result without saturating: leave headroom above its
     # calibrated range so unseen inputs do not wrap. (Above the pooled values' own range: the other tensors of
     # its group, e.g. the other inputs of a concat it writes into, saturate and need none.)
+    # A pre-quantized model's scales are kept as given, but for an average pool's output: the model's int8
+    # saturates there, PDP's wraps, so it keeps the headroom (its grid is then coarser than the model's).
     widened: set[str] = set()
     for n in g.nodes:
         if n.op == "dla.pdp" and n.attrs["method"] == "avg" and n.outputs[0] in amax:
             r = uf.find(n.outputs[0])
-            if r in group_max:
+            if r in group_max and r not in widened:
                 group_max[r] = max(group_max[r], float(amax[n.outputs[0]]) * AVG_POOL_HEADROOM)
                 widened.add(r)
     # An average's two reciprocals apply at most ``max_pool_gain``: an output range narrower than the input's
@@ -84,6 +87,7 @@ def tensor_scales(g: Graph, amax: dict[str, float]) -> dict[str, float]:
                 group_max[ro] = max(group_max[ro], group_max[ri] / limit)
     # Network outputs and what feeds the CPU (logits before a softmax) keep headroom above the calibrated
     # range: clipping unseen inputs there would make the top classes tie.
+    widened |= {uf.find(t) for t in fixed if t in tensors}
     for t in tensors:
         if t in g.outputs or any(c.op.startswith("cpu.") for c in g.consumers(t)):
             r = uf.find(t)
@@ -257,7 +261,7 @@ def pool_reciprocals(kh: int, kw: int, gain: float) -> tuple[int, int]:
 
 # ---- the pass ---------------------------------------------------------------------------------------------
 def quantize(g: Graph, ctx: CompileContext) -> Graph:
-    scales = tensor_scales(g, ctx.amax)
+    scales = tensor_scales(g, ctx.amax, ctx.fixed_scales)
     ctx.scales = scales
     for n in g.nodes:
         if why := _non_finite_parameters(n):
@@ -274,7 +278,10 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
     if n.op == "dla.conv":
         w = n.attrs["weight"]
         k = w.shape[0]
-        if ctx.quant == "per-kernel":
+        model = n.attrs.get("weight_scale")
+        if model is not None and np.size(model) == k and np.all(np.asarray(model) > 0):
+            sw = np.asarray(model, dtype=np.float64)  # a pre-quantized model's: its int8 weights exactly
+        elif ctx.quant == "per-kernel":
             sw = np.full(k, max(float(w.max()), -float(w.min()), 1e-12) / 127.0)
         else:
             flat = w.reshape(k, -1)  # (max and -min: no |w| copy of the weights)
@@ -284,7 +291,7 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
         # offset per output channel that pooling does not average away; fold its expectation into the bias.
         mean = ctx.channel_mean.get(n.inputs[0])
         first = n.attrs["post"][0]
-        correct = mean is not None and np.size(mean) == w.shape[1] and isinstance(first, Affine)
+        correct = mean is not None and np.size(mean) == w.shape[1] and isinstance(first, Affine) and model is None
         wq = np.empty(w.shape, dtype=np.int8)
         corr = np.zeros(k)
         step = max(1, QUANTIZE_BLOCK // max(1, w[0].size))  # float64 temporaries of a block, not of VGG's FC6
