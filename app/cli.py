@@ -348,6 +348,19 @@ def _summary(msg, out: Path | None = None) -> str:
     return textwrap.fill(text, width=100, break_long_words=False, break_on_hyphens=False)
 
 
+#: NVDLA's compiler names for its hardware targets (``--configtarget``).
+NVDLA_TARGETS = {"opendla-small": "nv_small", "opendla-large": "nv_large", "opendla-full": "nv_full"}
+
+
+def _config_target(name: str) -> str:
+    """A preset name, or NVDLA's name for it."""
+    name = NVDLA_TARGETS.get(name, name)
+    if name not in PRESETS:
+        raise argparse.ArgumentTypeError(f"unknown config {name!r} (known: {', '.join(sorted(PRESETS))}, "
+                                         f"{', '.join(NVDLA_TARGETS)})")
+    return name
+
+
 @_guarded
 def cmd_compile(args: argparse.Namespace) -> int:
     from loadable.format import LoadableError, check_loadable, write_loadable
@@ -371,6 +384,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     _check_out("--emit-trace", args.emit_trace, inputs, kind="dir")
     _check_out("--dump-passes", args.dump_passes, inputs, kind="dir")
     _check_out("--quant-report", args.quant_report, inputs)
+    _check_out("--calib-table-out", args.calib_table_out, inputs)
     trace_input = _load_array(Path(args.input)) if args.input else None
     try:
         from compiler.driver import compile_model
@@ -378,6 +392,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         raise UserError(f"the compiler is not available: {exc}") from None
     status, doing = StatusLine(), ["loading the model"]
     report: list | None = [] if args.quant_report else None
+    table: dict | None = {} if args.calib_table_out else None
 
     def log(line: str) -> None:
         status.clear()
@@ -396,7 +411,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 calib_table=Path(args.calib_table) if args.calib_table else None,
                 quant=args.quant, calib_method=args.calib_method,
                 dump_passes=Path(args.dump_passes) if args.dump_passes else None, log=log,
-                progress=progress, quant_report=report,
+                progress=progress, quant_report=report, calibration=table,
             )
     finally:
         status.clear()  # before any error line
@@ -414,6 +429,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     print(_summary(msg, out))
     if report is not None:
         _write_quant_report(Path(args.quant_report), report, inputs)
+    if table is not None:
+        write_atomic(Path(args.calib_table_out), json.dumps(table, indent=1) + "\n", inputs=inputs)
+        print(f"Wrote the calibration of {_count(len(table), 'tensor')} to {args.calib_table_out}.")
     return 0
 
 
@@ -658,13 +676,19 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compile", help="compile a Caffe or ONNX model into a loadable")
     c.add_argument("model", metavar="MODEL", help="the model: ONNX (.onnx), Caffe (.prototxt) or Keras (.h5)")
     c.add_argument("--weights", metavar="CAFFEMODEL", help="Caffe weights (.caffemodel)")
-    c.add_argument("--config", required=True, choices=sorted(PRESETS), help="hardware config to compile for")
+    c.add_argument("--config", "--configtarget", required=True, type=_config_target, metavar="CONFIG",
+                   help=f"hardware config to compile for: {', '.join(sorted(PRESETS))} (NVDLA's opendla-small, "
+                        "opendla-large and opendla-full name nv_small, nv_large and nv_full)")
     c.add_argument("-o", "--output", required=True, metavar="OUT.dla", help="the loadable to write")
     cal = c.add_mutually_exclusive_group()
     cal.add_argument("--calib-images", metavar="DIR", help="calibrate activation scales on these images")
     cal.add_argument("--calib-random", type=int, metavar="N", help="calibrate on N random inputs")
-    cal.add_argument("--calib-table", metavar="JSON", help="take activation scales from this table")
-    c.add_argument("--quant", choices=("per-kernel", "per-filter"), default="per-filter",
+    cal.add_argument("--calib-table", "--calibtable", metavar="JSON",
+                     help="take activation scales from this table (NVDLA's JSON calibration table format)")
+    c.add_argument("--calib-table-out", metavar="JSON",
+                   help="write the calibration as NVDLA's JSON table (--calib-table reads it back: same loadable "
+                        "with the same calibration inputs)")
+    c.add_argument("--quant", "--quantizationMode", choices=("per-kernel", "per-filter"), default="per-filter",
                    help="weight quantization granularity (default per-filter)")
     c.add_argument("--calib-method", choices=("minmax", "percentile", "entropy"), default="minmax",
                    help="activation range from the calibration data: largest value (default), 99.99th "

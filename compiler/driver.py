@@ -137,7 +137,8 @@ def image_inputs(g: Graph, directory: Path) -> list[dict[str, np.ndarray]]:
 
 
 def read_calib_table(path: Path) -> dict[str, float]:
-    """NVDLA-style calibration table: {"tensor": {"scale": s} or {"min": a, "max": b}, ...} -> abs max."""
+    """NVDLA-style calibration table: {"tensor": {"scale": s} or {"min": a, "max": b}, ...} -> abs max (the
+    range min/max give when one is non-zero, else 127 x scale)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -149,10 +150,11 @@ def read_calib_table(path: Path) -> dict[str, float]:
         if not isinstance(e, dict):
             raise CompileError(str(path), f"entry {t!r} is not an object")
         try:
-            if "scale" in e:
+            span = max(abs(float(e.get("min", 0.0))), abs(float(e.get("max", 0.0))))
+            if span > 0 or ("scale" not in e and ("min" in e or "max" in e)):
+                amax[t] = span  # the range itself (exact: a written table reads back unchanged)
+            elif "scale" in e:  # NVDLA's tables give the scale, min = max = 0
                 amax[t] = float(e["scale"]) * 127.0
-            elif "min" in e or "max" in e:
-                amax[t] = max(abs(float(e.get("min", 0.0))), abs(float(e.get("max", 0.0))))
             else:
                 raise CompileError(str(path), f"entry {t!r} has neither scale nor min/max")
         except (TypeError, ValueError, OverflowError):  # "scale": "abc", [1], null, 1e999 as an int
@@ -160,6 +162,13 @@ def read_calib_table(path: Path) -> dict[str, float]:
         if not math.isfinite(amax[t]):
             raise CompileError(str(path), f"entry {t!r}: scale, min and max must be finite (got {amax[t]})")
     return amax
+
+
+def calib_table_json(amax: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Ranges as NVDLA's JSON calibration table (what its compiler's ``--calibtable`` reads, and
+    ``read_calib_table``): per tensor the int8 scale (range / 127), the range as min/max, offset 0."""
+    return {t: {"scale": float(a) / 127.0, "min": -float(a), "max": float(a), "offset": 0}
+            for t, a in sorted(amax.items())}
 
 
 def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = None, calib_table: dict | None = None,
@@ -196,10 +205,12 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
 def compile_model(model: Path, *, weights: Path | None = None, config: str, calib_images: Path | None = None,
                   calib_random: int | None = None, calib_table: Path | None = None, quant: str = "per-filter",
                   calib_method: str = "minmax", dump_passes: Path | None = None, log: Callable[[str], None] = print,
-                  progress: Callable[[str], None] = lambda m: None, quant_report: list | None = None):
+                  progress: Callable[[str], None] = lambda m: None, quant_report: list | None = None,
+                  calibration: dict | None = None):
     """Compile a Caffe or ONNX model for a hardware preset; raises CompileError on bad input. ``progress``
     hears what is being done ("loading the model", "pass 3/9: quantize") for a status line. A ``quant_report``
-    list receives the per-layer quantization report (``compiler.quant_report``), worst layer first."""
+    list receives the per-layer quantization report (``compiler.quant_report``), worst layer first; a
+    ``calibration`` dict the calibration table (``calib_table_json``) that compiles the same loadable."""
     t0 = time.perf_counter()
     progress(f"loading {model}")
     g = load_model(model, weights)
@@ -221,6 +232,8 @@ def compile_model(model: Path, *, weights: Path | None = None, config: str, cali
     ld, lowered, ctx = compile_graph(g, config, calib_inputs=feeds, calib_table=table, quant=quant,
                                      calib_method=calib_method, dump_passes=dump_passes, log=log, progress=progress,
                                      histograms=quant_report is not None)
+    if calibration is not None:
+        calibration.update(calib_table_json(ctx.calibrated))
     if quant_report is not None:
         from compiler.quant_report import quant_report as report
 

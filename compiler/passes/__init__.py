@@ -26,6 +26,9 @@ class CompileContext:
     amax: dict[str, float] = field(default_factory=dict)
     #: tensors whose range a calibration table gave (kept as given)
     table_ranges: set[str] = field(default_factory=set)
+    #: every tensor's range as calibration (or a table, or the model) gave it, before any later pass changes
+    #: one: what ``dla compile --calib-table-out`` writes, so that reading it back compiles the same loadable
+    calibrated: dict[str, float] = field(default_factory=dict)
     #: tensors whose scale a pre-quantized model gave (``Graph.quant_scales``): kept exactly, no headroom
     fixed_scales: set[str] = field(default_factory=set)
     #: per-channel mean of each tensor over the calibration inputs (bias correction)

@@ -56,6 +56,7 @@ def calibrate(g: Graph, ctx: CompileContext) -> Graph:
         if _model_ranges(g, amax) and not ctx.keep_histograms:
             ctx.log(f"scales from the model for all {len(amax)} tensors: no calibration")
             ctx.amax, ctx.channel_mean, ctx.histograms = amax, {}, {}
+            ctx.calibrated = dict(amax)
             return g
         table = set(amax)
         ctx.log(f"scales from the model for {len(table)} tensors; calibrating the others")
@@ -89,6 +90,7 @@ def calibrate(g: Graph, ctx: CompileContext) -> Graph:
         for t, h in hists.items():
             amax[t] = choose(method, h, amax[t])
     ctx.amax = amax
+    ctx.calibrated = dict(amax)
     ctx.histograms = hists
     ctx.channel_mean = {t: s / max(len(feeds), 1) for t, s in sums.items()}
     return g

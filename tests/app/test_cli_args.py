@@ -21,10 +21,11 @@ def _error_line(capsys, argv: list[str]) -> str:
 
 @pytest.mark.parametrize("argv, wanted", [
     (["trace", "t", "--config", "nv_huge"], ["dla trace: argument --config:", "'nv_huge'", "nv_small"]),
-    (["compile", "m.onnx", "--config", "nv_huge", "-o", "o.dla"], ["dla compile: argument --config:", "nv_small"]),
+    (["compile", "m.onnx", "--config", "nv_huge", "-o", "o.dla"],
+     ["dla compile: argument --config/--configtarget: unknown config 'nv_huge'", "nv_small", "opendla-small"]),
     (["run", "n.nvdla", "--config", "nv_huge"], ["dla run: argument --config:", "nv_full"]),
     (["compile", "m.onnx", "--config", "nv_small", "-o", "o.dla", "--quant", "bogus"],
-     ["argument --quant:", "'bogus'", "per-kernel", "per-filter"]),
+     ["argument --quant/--quantizationMode:", "'bogus'", "per-kernel", "per-filter"]),
     (["trace", "t", "-j", "abc"], ["argument -j/--jobs:", "'abc' is not an integer"]),
     (["trace", "t", "-j", "-1"], ["argument -j/--jobs:", "'-1': must be 0 or more"]),
     (["trace", "t", "--timeout", "nan"], ["argument --timeout:", "'nan'", "finite"]),

@@ -49,7 +49,7 @@ def stub_compiler(monkeypatch):
 
     def compile_model(model, *, weights, config, calib_images=None, calib_random=None, calib_table=None,
                       quant="per-filter", calib_method="minmax", dump_passes=None, log=print,
-                      progress=lambda step: None, quant_report=None):
+                      progress=lambda step: None, quant_report=None, calibration=None):
         calls.append(dict(model=model, weights=weights, config=config, calib_images=calib_images,
                           calib_random=calib_random, calib_table=calib_table, quant=quant, dump_passes=dump_passes,
                           calib_method=calib_method, quant_report=quant_report))
@@ -308,3 +308,27 @@ def test_inspect_not_a_loadable(tmp_path, capsys):
     path.write_text("hello world, this is text")
     assert main(["inspect", str(path)]) == 2
     one_line_error(capsys.readouterr().err, f"dla: {path}: not a loadable (bad magic)")
+
+
+def test_calibration_table_round_trip_and_nvdla_option_names(tmp_path, capsys):
+    """``--calib-table-out`` writes NVDLA's JSON table (scale, min, max, offset per tensor); compiling again
+    from it (``--calibtable``, NVDLA's spelling, with ``--configtarget opendla-small``) gives the same loadable
+    bytes, the calibration inputs being the same (8 random)."""
+    import json
+
+    keras = Path(__file__).parents[1] / "compiler" / "fixtures" / "keras" / "resnet.h5"
+    a, b, table = tmp_path / "a.dla", tmp_path / "b.dla", tmp_path / "t.json"
+    assert main(["compile", str(keras), "--config", "nv_small", "--calib-random", "8", "-o", str(a),
+                 "--calib-table-out", str(table)]) == 0
+    entries = json.loads(table.read_text())
+    assert entries and all(set(e) == {"scale", "min", "max", "offset"} for e in entries.values())
+    assert all(e["max"] == -e["min"] > 0 and abs(e["scale"] * 127 - e["max"]) < 1e-9 * e["max"]
+               for e in entries.values())
+    assert main(["compile", str(keras), "--configtarget", "opendla-small", "--calibtable", str(table),
+                 "-o", str(b), "--quantizationMode", "per-filter"]) == 0
+    assert a.read_bytes() == b.read_bytes()
+    assert "Wrote the calibration of" in capsys.readouterr().out
+    # NVDLA's own tables give only the scale (min = max = 0): the range is 127 x scale
+    entries = {t: {"scale": e["scale"], "min": 0, "max": 0, "offset": 0} for t, e in entries.items()}
+    table.write_text(json.dumps(entries))
+    assert main(["compile", str(keras), "--config", "nv_small", "--calib-table", str(table), "-o", str(b)]) == 0
