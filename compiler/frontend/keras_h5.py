@@ -13,6 +13,7 @@ does not take, is a one-line ``CompileError`` naming the file and the layer.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -159,18 +160,13 @@ def _channels_last(c: _Converter, cfg: dict) -> None:
 
 
 # ---- layers --------------------------------------------------------------------------------------------------
-@layer("Conv2D")
-def _conv(c: _Converter, cfg: dict, xs: list[str]) -> str:
-    x = xs[0]
+def _conv_layer(c: _Converter, cfg: dict, x: str, w: np.ndarray, groups: int) -> str:
+    """A Conv2D or DepthwiseConv2D with IR weights ``w`` (K, C/groups, kh, kw): bias, padding, activation."""
     _cube(c, x)
     _channels_last(c, cfg)
     kernel, stride = _pair(cfg["kernel_size"]), _pair(cfg.get("strides", 1))
     dilation = _pair(cfg.get("dilation_rate", 1))
-    w = c.weight("kernel")
-    groups = int(cfg.get("groups", 1))
-    if w.ndim != 4:
-        raise c.err(f"kernel of shape {list(w.shape)} is not (kh, kw, C/groups, filters)")
-    inputs = [x, c.const("W", w.transpose(3, 2, 0, 1))]
+    inputs = [x, c.const("W", w)]
     if cfg.get("use_bias", True):
         inputs.append(c.const("B", c.weight("bias")))
     y = c.add("Conv", inputs, strides=stride, pads=_padding(c, cfg, x, kernel, stride, dilation),
@@ -178,23 +174,23 @@ def _conv(c: _Converter, cfg: dict, xs: list[str]) -> str:
     return c.activation(y, cfg.get("activation"))
 
 
+@layer("Conv2D")
+def _conv(c: _Converter, cfg: dict, xs: list[str]) -> str:
+    w = c.weight("kernel")
+    if w.ndim != 4:
+        raise c.err(f"kernel of shape {list(w.shape)} is not (kh, kw, C/groups, filters)")
+    return _conv_layer(c, cfg, xs[0], w.transpose(3, 2, 0, 1), int(cfg.get("groups", 1)))
+
+
 @layer("DepthwiseConv2D")
 def _depthwise(c: _Converter, cfg: dict, xs: list[str]) -> str:
-    x = xs[0]
-    _cube(c, x)
-    _channels_last(c, cfg)
-    kernel, stride = _pair(cfg["kernel_size"]), _pair(cfg.get("strides", 1))
-    dilation = _pair(cfg.get("dilation_rate", 1))
     dk = c.weight("depthwise_kernel", required=False)  # (kh, kw, C, multiplier); Keras 3 calls it kernel
     dk = dk if dk is not None else c.weight("kernel")
+    if dk.ndim != 4:
+        raise c.err(f"kernel of shape {list(dk.shape)} is not (kh, kw, C, depth multiplier)")
     kh, kw, ch, mult = dk.shape
     w = dk.transpose(2, 3, 0, 1).reshape(ch * mult, 1, kh, kw)  # output channel c * mult + m
-    inputs = [x, c.const("W", w)]
-    if cfg.get("use_bias", True):
-        inputs.append(c.const("B", c.weight("bias")))
-    y = c.add("Conv", inputs, strides=stride, pads=_padding(c, cfg, x, kernel, stride, dilation),
-              dilations=dilation, group=ch)
-    return c.activation(y, cfg.get("activation"))
+    return _conv_layer(c, cfg, xs[0], w, ch)
 
 
 @layer("Dense")
@@ -229,7 +225,7 @@ def _batch_norm(c: _Converter, cfg: dict, xs: list[str]) -> str:
     return c.add("ChannelAffine", [x, c.const("scale", scale), c.const("bias", bias)])
 
 
-def _pool(c: _Converter, cfg: dict, xs: list[str], op: str) -> str:
+def _pool(c: _Converter, cfg: dict, xs: list[str], *, op: str) -> str:
     x = xs[0]
     _cube(c, x)
     _channels_last(c, cfg)
@@ -241,32 +237,12 @@ def _pool(c: _Converter, cfg: dict, xs: list[str], op: str) -> str:
     return c.add(op, [x], **attrs)
 
 
-@layer("MaxPooling2D")
-def _max_pool(c: _Converter, cfg: dict, xs: list[str]) -> str:
-    return _pool(c, cfg, xs, "MaxPool")
-
-
-@layer("AveragePooling2D")
-def _avg_pool(c: _Converter, cfg: dict, xs: list[str]) -> str:
-    return _pool(c, cfg, xs, "AveragePool")
-
-
-def _global(c: _Converter, cfg: dict, xs: list[str], op: str) -> str:
+def _global(c: _Converter, cfg: dict, xs: list[str], *, op: str) -> str:
     x = xs[0]
     _cube(c, x)
     _channels_last(c, cfg)
     y = c.add(op, [x])
     return y if cfg.get("keepdims", False) else c.add("Flatten", [y], axis=1)
-
-
-@layer("GlobalAveragePooling2D")
-def _gap(c: _Converter, cfg: dict, xs: list[str]) -> str:
-    return _global(c, cfg, xs, "GlobalAveragePool")
-
-
-@layer("GlobalMaxPooling2D")
-def _gmp(c: _Converter, cfg: dict, xs: list[str]) -> str:
-    return _global(c, cfg, xs, "GlobalMaxPool")
 
 
 @layer("Flatten")
@@ -314,7 +290,7 @@ def _softmax(c: _Converter, cfg: dict, xs: list[str]) -> str:
     return c.add("Softmax", [xs[0]], axis=c.channel_axis(int(axis), len(c.shape(xs[0]))))
 
 
-def _binary(c: _Converter, xs: list[str], op: str) -> str:
+def _binary(c: _Converter, cfg: dict, xs: list[str], *, op: str) -> str:
     if len(xs) < 2 or any(c.shape(t) != c.shape(xs[0]) for t in xs):
         raise c.err(f"needs two or more inputs of one shape, got {[list(c.shape(t)) for t in xs]}")
     y = xs[0]
@@ -323,24 +299,17 @@ def _binary(c: _Converter, xs: list[str], op: str) -> str:
     return y
 
 
-@layer("Add")
-def _add(c: _Converter, cfg: dict, xs: list[str]) -> str:
-    return _binary(c, xs, "Add")
-
-
-@layer("Multiply")
-def _multiply(c: _Converter, cfg: dict, xs: list[str]) -> str:
-    return _binary(c, xs, "Mul")
-
-
-@layer("Maximum")
-def _maximum(c: _Converter, cfg: dict, xs: list[str]) -> str:
-    return _binary(c, xs, "Max")
-
-
 @layer("Concatenate")
 def _concat(c: _Converter, cfg: dict, xs: list[str]) -> str:
     return c.add("Concat", xs, axis=c.channel_axis(int(cfg.get("axis", -1)), len(c.shape(xs[0]))))
+
+
+for _name, _op in (("MaxPooling2D", "MaxPool"), ("AveragePooling2D", "AveragePool")):
+    LAYERS.add(_name, functools.partial(_pool, op=_op))
+for _name, _op in (("GlobalAveragePooling2D", "GlobalAveragePool"), ("GlobalMaxPooling2D", "GlobalMaxPool")):
+    LAYERS.add(_name, functools.partial(_global, op=_op))
+for _name, _op in (("Add", "Add"), ("Multiply", "Mul"), ("Maximum", "Max")):
+    LAYERS.add(_name, functools.partial(_binary, op=_op))
 
 
 # ---- the model -----------------------------------------------------------------------------------------------

@@ -39,13 +39,18 @@ def layers(draw, max_channels: int = 140):
     return geom, draw(st.floats(0, 20)), draw(st.sampled_from([0.0, 0.05, 0.3])), draw(st.integers(0, 2**31))
 
 
-@settings(max_examples=60, deadline=None)
-@given(case=layers())
-def test_compiled_equals_array_code(case) -> None:
+def _operands(case) -> tuple[ConvGeometry, np.ndarray, np.ndarray]:
     geom, spread, special, seed = case
     rng = np.random.default_rng(seed)
     x = _bits(rng, (geom.channels, geom.height, geom.width), spread, special)
     w = _bits(rng, (geom.kernels, geom.channels, geom.kernel_height, geom.kernel_width), spread, special)
+    return geom, x, w
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=layers())
+def test_compiled_equals_array_code(case) -> None:
+    geom, x, w = _operands(case)
     got = F.direct_conv_fp16(x, w, geom)
     want = F.direct_conv_fp16(x, w, geom, compiled=False)
     assert got.dtype == want.dtype == np.uint32
@@ -55,10 +60,7 @@ def test_compiled_equals_array_code(case) -> None:
 @settings(max_examples=12, deadline=None)
 @given(case=layers(max_channels=70))
 def test_compiled_equals_the_plain_loop_reference(case) -> None:
-    geom, spread, special, seed = case
-    rng = np.random.default_rng(seed)
-    x = _bits(rng, (geom.channels, geom.height, geom.width), spread, special)
-    w = _bits(rng, (geom.kernels, geom.channels, geom.kernel_height, geom.kernel_width), spread, special)
+    geom, x, w = _operands(case)
     got = F.direct_conv_fp16(x, w, geom)
     want = ref.direct_conv_fp16(x, w, stride=(geom.stride_y, geom.stride_x),
                                 dilation=(geom.dilation_y, geom.dilation_x),
