@@ -910,3 +910,8 @@ def load(prototxt: Path, caffemodel: Path | None = None, *, seed: int = 0) -> Gr
         for v in model.layers:
             weights.setdefault(v.name, list(v.blobs))
     return _Converter(net, prototxt, caffemodel, weights, seed).run()
+
+
+def load_file(path: Path, weights: Path | None, seed: int) -> Graph:
+    """``compiler.frontend.load_model``'s entry: without weights, seeded random ones."""
+    return load(path, weights, seed=seed)

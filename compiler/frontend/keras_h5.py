@@ -22,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from compiler.errors import CompileError, node_where
+from compiler.frontend.naming import FreshNames
 from compiler.frontend.weights import non_finite
 from compiler.ir import Graph, Node, Shape
 from compiler.ops import infer_shapes
@@ -44,19 +45,11 @@ class _Converter:
         self.flat_of: dict[str, tuple[int, int, int]] = {}  # 2-D tensor -> (C, H, W) of the cube it flattens
         self.layer_name = ""
         self.layer_class = ""
-        self._names: set[str] = set()
+        self.fresh = FreshNames(self.g)
 
     # ---- naming and errors --------------------------------------------------------------------------------
     def err(self, msg: str) -> CompileError:
         return CompileError(node_where(self.source, self.layer_name, self.layer_class), msg)
-
-    def fresh(self, base: str) -> str:
-        name, i = base, 1
-        while name in self._names or name in self.g.shapes:
-            i += 1
-            name = f"{base}_{i}"
-        self._names.add(name)
-        return name
 
     # ---- building ----------------------------------------------------------------------------------------
     def const(self, base: str, value: np.ndarray) -> str:
@@ -419,3 +412,8 @@ def load(path: str | Path) -> Graph:
     if not c.g.inputs or not c.g.outputs:
         raise CompileError(src, "the model has no input or no output")
     return infer_shapes(c.g)
+
+
+def load_file(path: Path, weights: Path | None, seed: int) -> Graph:
+    """``compiler.frontend.load_model``'s entry: a Keras .h5 file carries its weights."""
+    return load(path)

@@ -804,4 +804,9 @@ def _softmax(im: _Importer, node: onnx.NodeProto, name: str) -> None:
     im.emit("Reshape", [soft], [node.output[0]], dict(shape=tuple(xs)))
 
 
+def load_file(path: Path, weights: Path | None, seed: int) -> Graph:
+    """``compiler.frontend.load_model``'s entry: an ONNX file carries its weights."""
+    return load(path)
+
+
 from compiler.frontend import onnx_quant  # noqa: E402,F401 (registers the QDQ and QOperator converters)

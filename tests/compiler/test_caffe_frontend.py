@@ -19,6 +19,7 @@ from compiler.frontend import load_model
 from compiler.ir import Graph, Shape
 from compiler.proto import caffe_pb2 as pb
 from regressions.lib.zoo.to_caffe import to_caffe
+from tests.compiler.helpers import one_line_error
 
 RNG = np.random.default_rng(1234)
 
@@ -690,11 +691,7 @@ def small_weights(wshape: tuple[int, ...] = (4, 3, 3, 3), n_blobs: int = 2) -> b
 
 
 def err(p: Path, w: Path | None = None) -> str:
-    with pytest.raises(CompileError) as info:
-        caffe.load(p, w)
-    msg = str(info.value)
-    assert "\n" not in msg
-    return msg
+    return one_line_error(caffe.load, p, w)
 
 
 def test_good_small_net_loads(tmp_path: Path) -> None:

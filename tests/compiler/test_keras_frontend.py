@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from compiler.driver import compile_graph, random_inputs
-from compiler.errors import CompileError
 from compiler.float_exec import run_float
 from compiler.frontend import keras_h5, load_model
 from runtime.executor import Network
+from tests.compiler.helpers import one_line_error
 
 FIXTURES = Path(__file__).parent / "fixtures" / "keras"
 NAMES = ("lenet", "resnet", "mobilenet")
@@ -85,11 +85,7 @@ def _layer(cfg: dict, cls: str) -> dict:
 
 
 def err(path: Path) -> str:
-    with pytest.raises(CompileError) as info:
-        load_model(path)
-    msg = str(info.value)
-    assert "\n" not in msg and "Traceback" not in msg
-    return msg
+    return one_line_error(load_model, path)
 
 
 def test_unsupported_layer_names_the_layer(tmp_path: Path) -> None:
