@@ -24,7 +24,8 @@ from compiler.ir import Graph, Node, Shape
 from compiler.ops import infer_shapes
 from dlaio.inputs import not_a_file
 from golden.budget import MemoryBudgetError, check_size
-from golden.registry import Registry
+from compiler.frontend.onnx_quant import MS_OPS, fold_constant, record_weight_scales  # (registers QDQ/QOperator)
+from compiler.frontend.onnx_registry import CONVERTERS, attrs, converts
 
 _FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16}
 # Ops never folded even with constant inputs: their value is not a function of the inputs.
@@ -35,11 +36,9 @@ _UNFOLDABLE = {"RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomia
 #: meaning in any opset, so a model claiming a newer one (a typo, a future exporter) is refused up front.
 NEWEST_OPSET = onnx.defs.onnx_opset_version()
 
-Converter = Callable[["_Importer", onnx.NodeProto, str], None]
-_CONVERTERS: Registry[Converter] = Registry("ONNX op")
-
-
-_converts = _CONVERTERS.register
+_CONVERTERS = CONVERTERS
+_converts = converts
+_attrs = attrs
 
 
 def _one_line(e: BaseException) -> str:
@@ -103,14 +102,6 @@ def _check(checkable: onnx.ModelProto | str, src: str) -> None:
 def _default_opset(model: onnx.ModelProto) -> int:
     """The version of the default (ai.onnx) operator set the model imports; 1 when it names none."""
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
-
-
-def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for a in node.attribute:
-        v = helper.get_attribute_value(a)
-        out[a.name] = v.decode() if isinstance(v, bytes) else v
-    return out
 
 
 def _pair(v: Any, default: tuple[int, int]) -> tuple[int, int]:
@@ -276,8 +267,6 @@ class _Importer:
         return tuple(dims)
 
     def _convert(self, node: onnx.NodeProto) -> None:
-        from compiler.frontend.onnx_quant import MS_OPS, fold_constant, record_weight_scales
-
         if node.domain not in ("", "ai.onnx") and not (node.domain == "com.microsoft" and node.op_type in MS_OPS):
             raise self.err(node, f"unsupported op (domain {node.domain!r})")
         if node.op_type in ("QuantizeLinear", "DequantizeLinear") and all(t in self.raw for t in node.input if t):
@@ -807,6 +796,3 @@ def _softmax(im: _Importer, node: onnx.NodeProto, name: str) -> None:
 def load_file(path: Path, weights: Path | None, seed: int) -> Graph:
     """``compiler.frontend.load_model``'s entry: an ONNX file carries its weights."""
     return load(path)
-
-
-from compiler.frontend import onnx_quant  # noqa: E402,F401 (registers the QDQ and QOperator converters)

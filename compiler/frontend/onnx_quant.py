@@ -17,7 +17,21 @@ from typing import Any
 import numpy as np
 import onnx
 
-from compiler.frontend.onnx import _attrs, _conv, _converts, _gemm, _Importer, _pool
+from compiler.frontend.onnx_registry import CONVERTERS, attrs as _attrs, converts as _converts
+
+_Importer = Any  # compiler.frontend.onnx._Importer (not imported: it imports this module)
+
+
+def _conv(im: _Importer, node: onnx.NodeProto, name: str) -> None:
+    CONVERTERS["Conv"](im, node, name)
+
+
+def _gemm(im: _Importer, node: onnx.NodeProto, name: str) -> None:
+    CONVERTERS["Gemm"](im, node, name)
+
+
+def _pool(im: _Importer, node: onnx.NodeProto, name: str) -> None:
+    CONVERTERS[node.op_type](im, node, name)
 
 #: com.microsoft ops of onnxruntime's QOperator format this frontend converts.
 MS_OPS = frozenset({"QLinearAdd", "QLinearMul", "QGemm", "QLinearGlobalAveragePool", "QLinearAveragePool",

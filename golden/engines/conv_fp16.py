@@ -57,6 +57,7 @@ import numpy as np
 
 from golden.dma import dma_address, dma_bytes, ram_space
 from golden.engines import OpContext
+from golden.engines import conv_fp16_jit as jit
 from golden.engines.conv_datapath import ConvGeometry, cdma_convert, unpack_weights
 from golden.layout import CubeLayout, read_cube
 from golden.regs import RegView
@@ -323,8 +324,6 @@ def direct_conv_fp16(xbits: np.ndarray, wbits: np.ndarray, geom: ConvGeometry, c
 def _direct_conv_jit(padded: np.ndarray, wpad: np.ndarray, geom: ConvGeometry) -> np.ndarray:
     """``direct_conv_fp16`` without NaNs, compiled (``conv_fp16_jit``): the fields of every padded data lane
     and weight lane, lanes last, then one loop over outputs."""
-    from golden.engines import conv_fp16_jit as jit
-
     g = geom
     K, R, S = wpad.shape[0], g.kernel_height, g.kernel_width
     slices = wpad.shape[1] // SLICE
@@ -338,8 +337,8 @@ def _direct_conv_jit(padded: np.ndarray, wpad: np.ndarray, geom: ConvGeometry) -
     neg = np.ascontiguousarray(neg.transpose(order)).reshape(-1, 8, SLICE).astype(np.uint8)
     ae = np.zeros((K, g.out_height * g.out_width), dtype=np.int64)
     am = np.zeros_like(ae)
-    jit.conv(np.ascontiguousarray(np.where(w_nz, w_hi, jit.ABSENT), dtype=np.int64),
-             np.ascontiguousarray(w_sign, dtype=np.int64), mag, neg,
+    jit.kernel()(np.ascontiguousarray(np.where(w_nz, w_hi, jit.ABSENT), dtype=np.int64),
+             np.ascontiguousarray(w_sign, dtype=np.int64), np.ascontiguousarray(w_mts, dtype=np.int64), mag, neg,
              np.ascontiguousarray(np.where(d_nz, d_hi, jit.ABSENT), dtype=np.int64),
              np.ascontiguousarray(d_mts, dtype=np.int64), np.ascontiguousarray(d_sign, dtype=np.int64),
              g.out_height, g.out_width, g.stride_y, g.stride_x, g.dilation_y, g.dilation_x, jit.SIGN_COMP, ae, am)

@@ -12,7 +12,8 @@ bit for bit, and the plain-loop reference (``regressions/lib/reference/conv_fp16
 """
 from __future__ import annotations
 
-import numba as nb
+from typing import Callable
+
 import numpy as np
 
 _M32 = 0xFFFFFFFF
@@ -22,15 +23,33 @@ SIGN_COMP = np.array([0xAAAB0000, 0xFAAAB000, 0xFFAAAB00, 0xFFFAAAB0, 0xFFFFAAAB
                       0xFFFFFFFB], dtype=np.int64)
 #: An exponent for lanes that take no part (zero data or weight): never the block maximum, shifted out.
 ABSENT = -100
+#: ``numba.prange`` once compiled (``kernel``); the plain functions below run as Python until then.
+prange = range
+#: Helpers the kernel inlines.
+_INLINED = ("_csa", "_pp", "_booth", "_bit_length", "_lead", "_signed")
+_KERNEL: list[Callable] = []
 
 
-@nb.njit(cache=True, inline="always")
+def kernel() -> Callable:
+    """``conv`` compiled (numba imported on first use: it costs a third of a second, and only fp16
+    convolutions need it). Compiled code is cached on disk next to this module."""
+    if not _KERNEL:
+        import numba
+
+        space = globals()
+        space["prange"] = numba.prange
+        for name in _INLINED:
+            space[name] = numba.njit(cache=True, inline="always")(space[name])
+        space["cacc_add"] = numba.njit(cache=True)(space["cacc_add"])
+        _KERNEL.append(numba.njit(cache=True, parallel=True)(conv))
+    return _KERNEL[0]
+
+
 def _csa(a, b, c):
     x = a ^ b
     return x ^ c, (((a & b) | (c & x)) << 1) & _M32
 
 
-@nb.njit(cache=True, inline="always")
 def _pp(mag, neg, sign, dat):
     """One Booth partial product (digit magnitude 0..2, digit sign, product sign) and its inversion bit."""
     n = (neg ^ sign) & (mag != 0)
@@ -38,7 +57,6 @@ def _pp(mag, neg, sign, dat):
     return (x ^ (n * 0xFFFF)) | ((1 - n) << 16), n
 
 
-@nb.njit(cache=True, inline="always")
 def _booth(mag, neg, k, lane, sign, dat, shift, comp):
     """``cal_fp16_booth``: the product of a weight (Booth digits ``mag``/``neg`` at [k, :, lane]) and the data
     mantissa ``dat``, its two carry-save vectors aligned right by ``shift`` separately (int32 result)."""
@@ -65,7 +83,6 @@ def _booth(mag, neg, k, lane, sign, dat, shift, comp):
     return out * (shift < 32)
 
 
-@nb.njit(cache=True, inline="always")
 def _bit_length(v):
     n = 0
     if v >> 32:
@@ -83,18 +100,15 @@ def _bit_length(v):
     return n
 
 
-@nb.njit(cache=True, inline="always")
 def _lead(v):
     return _bit_length(~v if v < 0 else v)
 
 
-@nb.njit(cache=True, inline="always")
 def _signed(v, bits):
     v &= (1 << bits) - 1
     return v - (1 << bits) if v >> (bits - 1) else v
 
 
-@nb.njit(cache=True)
 def cacc_add(ae, am, me, mm):
     """``conv_fp16.cacc_add`` for one accumulator and one (non-NaN) CMAC word."""
     if mm == 0:
@@ -137,8 +151,7 @@ def cacc_add(ae, am, me, mm):
     return e & 0xFF, r
 
 
-@nb.njit(cache=True, parallel=True)
-def conv(w_hi, w_sign, mag, neg, d_hi, d_mts, d_sign, out_h, out_w, sy, sx, dy, dx, comp, out_e, out_m):
+def conv(w_hi, w_sign, w_mts, mag, neg, d_hi, d_mts, d_sign, out_h, out_w, sy, sx, dy, dx, comp, out_e, out_m):
     """Every output (kernel k, pixel): for each 64-channel slice and tap, the CMAC's block exponent and Booth
     product sum, added into the CACC's FP48 accumulator.
 
@@ -146,7 +159,7 @@ def conv(w_hi, w_sign, mag, neg, d_hi, d_mts, d_sign, out_h, out_w, sy, sx, dy, 
     signs; Booth digits ``mag``/``neg`` (K * slices * R * S, 8, 64). Data: exponent high parts ``d_hi``,
     pre-shifted mantissas and signs (slices, H_span, W_span, 64), the padded cube."""
     kernels, slices, taps_r, taps_s, lanes = w_hi.shape
-    for k in nb.prange(kernels):
+    for k in prange(kernels):
         for oy in range(out_h):
             for ox in range(out_w):
                 ae = 0
@@ -163,8 +176,14 @@ def conv(w_hi, w_sign, mag, neg, d_hi, d_mts, d_sign, out_h, out_w, sy, sx, dy, 
                             mm = 0
                             for lane in range(lanes):
                                 shift = 4 * (emax - w_hi[k, sl, r, s, lane] - d_hi[sl, y, x, lane])
+                                if shift >= 32:
+                                    continue
                                 sign = w_sign[k, sl, r, s, lane] ^ d_sign[sl, y, x, lane]
-                                mm += _booth(mag, neg, row, lane, sign, d_mts[sl, y, x, lane], shift, comp)
+                                if shift == 0:  # unshifted, the Booth sum is the exact signed product
+                                    prod = w_mts[k, sl, r, s, lane] * d_mts[sl, y, x, lane]
+                                    mm += -prod if sign else prod
+                                else:
+                                    mm += _booth(mag, neg, row, lane, sign, d_mts[sl, y, x, lane], shift, comp)
                             ae, am = cacc_add(ae, am, emax << 2, mm)
                 out_e[k, oy * out_w + ox] = ae
                 out_m[k, oy * out_w + ox] = am

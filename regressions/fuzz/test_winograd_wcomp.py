@@ -67,16 +67,17 @@ def test_examples_round_trip_through_json_and_replay(prop: Property) -> None:
 
 
 def test_a_wrong_reference_is_caught() -> None:
-    """The check compares real bytes: a corrupted weight changes the output and is reported."""
-    hw, ex = _example("nv_full", winograd_wcomp.CONV_WINOGRAD, 5)
-    program, want, shape = winograd_wcomp.build_winograd(hw, ex)
-    ex.u[0, 0, 0, 0] ^= 0x11
-    program2, _, _ = winograd_wcomp.build_winograd(hw, ex)
-    got = program2.run(Dla(hw))
-    if got == want:  # the tile may have been saturated away; flip a whole kernel instead
-        ex.u[0] = -ex.u[0] - 1
+    """The check compares real bytes: a corrupted weight changes the output and is reported. The example is the
+    first drawn whose output the corruption reaches (which examples a derandomized draw gives can depend on what
+    ran before in the process, and an output saturated to one value everywhere hides any corruption)."""
+    for index in range(5, 30):
+        hw, ex = _example("nv_full", winograd_wcomp.CONV_WINOGRAD, index)
+        program, want, shape = winograd_wcomp.build_winograd(hw, ex)
+        ex.u[0] = -ex.u[0] - 1  # a whole kernel inverted
         got = winograd_wcomp.build_winograd(hw, ex)[0].run(Dla(hw))
-    assert got != want
+        if got != want:
+            break
+    assert got != want, "no drawn example's output shows a corrupted kernel"
     assert "differs from the reference" in winograd_wcomp.describe(got, want, shape, hw.atom_elements(ex.precision))
 
 
