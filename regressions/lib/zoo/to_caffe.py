@@ -19,6 +19,7 @@ import onnx
 from google.protobuf import text_format
 from onnx import helper, numpy_helper
 
+from compiler.frontend.onnx_registry import attrs as helper_attrs
 from compiler.frontend.caffe import V1_TYPES, caffe_pool_size
 from compiler.proto import caffe_pb2 as pb
 
@@ -530,14 +531,6 @@ def _per_channel(v: np.ndarray, x_shape: tuple[int, ...]) -> bool:
         return False
     pos = v.ndim - (rank - 1)  # where axis 1 of x lands in v, aligning from the right
     return pos >= 0 and v.shape[pos] == x_shape[1] and all(d == 1 for i, d in enumerate(v.shape) if i != pos)
-
-
-def helper_attrs(node: onnx.NodeProto) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for at in node.attribute:
-        v = helper.get_attribute_value(at)
-        out[at.name] = v.decode() if isinstance(v, bytes) else v
-    return out
 
 
 def to_caffe(model: onnx.ModelProto, *, legacy: bool = False) -> tuple[str, bytes]:
