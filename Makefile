@@ -43,6 +43,7 @@ test: install
 # make regress [LEVEL=smoke|ci|nightly|full] [JOBS=auto|N] [LAUNCHER=local|slurm] [RERUN=failed] [TAGS=a,b]
 #              [FUZZ_SEED=N]: report in build/regress/<timestamp>/ (build/regress/latest).
 regress: install
+	$(if $(filter nightly full,$(LEVEL)),$(BIN)/python -m pip install --quiet -e '.[frontends]')
 	$(BIN)/python -m regressions.regress $(if $(LEVEL),--level $(LEVEL)) --jobs $(JOBS) --launcher $(LAUNCHER) \
 	  $(if $(RERUN),--rerun $(RERUN)) $(if $(TAGS),--tags $(TAGS)) $(if $(UNITS),--units $(UNITS)) \
 	  $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
