@@ -160,6 +160,7 @@ def conv(w_hi, w_sign, w_mts, mag, neg, d_hi, d_mts, d_sign, out_h, out_w, sy, s
     pre-shifted mantissas and signs (slices, H_span, W_span, 64), the padded cube."""
     kernels, slices, taps_r, taps_s, lanes = w_hi.shape
     for k in prange(kernels):
+        aligned = np.empty(lanes, dtype=np.int64)
         for oy in range(out_h):
             for ox in range(out_w):
                 ae = 0
@@ -169,21 +170,27 @@ def conv(w_hi, w_sign, w_mts, mag, neg, d_hi, d_mts, d_sign, out_h, out_w, sy, s
                         y = oy * sy + r * dy
                         for s in range(taps_s):
                             x = ox * sx + s * dx
+                            wh, dh = w_hi[k, sl, r, s], d_hi[sl, y, x]
                             emax = 0
                             for lane in range(lanes):
-                                emax = max(emax, w_hi[k, sl, r, s, lane] + d_hi[sl, y, x, lane])
-                            row = ((k * slices + sl) * taps_r + r) * taps_s + s
+                                emax = max(emax, wh[lane] + dh[lane])
+                            # Unshifted lanes (most of them) sum their exact signed products in a loop the
+                            # compiler vectorizes; the aligned ones (shift 4..28) are listed for the Booth path.
+                            wm, dm = w_mts[k, sl, r, s], d_mts[sl, y, x]
+                            ws, ds = w_sign[k, sl, r, s], d_sign[sl, y, x]
                             mm = 0
+                            n = 0
                             for lane in range(lanes):
-                                shift = 4 * (emax - w_hi[k, sl, r, s, lane] - d_hi[sl, y, x, lane])
-                                if shift >= 32:
-                                    continue
-                                sign = w_sign[k, sl, r, s, lane] ^ d_sign[sl, y, x, lane]
-                                if shift == 0:  # unshifted, the Booth sum is the exact signed product
-                                    prod = w_mts[k, sl, r, s, lane] * d_mts[sl, y, x, lane]
-                                    mm += -prod if sign else prod
-                                else:
-                                    mm += _booth(mag, neg, row, lane, sign, d_mts[sl, y, x, lane], shift, comp)
+                                gap = emax - wh[lane] - dh[lane]
+                                prod = wm[lane] * dm[lane]
+                                mm += (gap == 0) * (prod - 2 * (ws[lane] ^ ds[lane]) * prod)
+                                aligned[n] = lane
+                                n += (gap > 0) & (gap < 8)
+                            row = ((k * slices + sl) * taps_r + r) * taps_s + s
+                            for j in range(n):
+                                lane = aligned[j]
+                                mm += _booth(mag, neg, row, lane, ws[lane] ^ ds[lane], dm[lane],
+                                             4 * (emax - wh[lane] - dh[lane]), comp)
                             ae, am = cacc_add(ae, am, emax << 2, mm)
                 out_e[k, oy * out_w + ox] = ae
                 out_m[k, oy * out_w + ox] = am
