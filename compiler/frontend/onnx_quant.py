@@ -42,7 +42,9 @@ def _scale_zp(im: _Importer, node: onnx.NodeProto, scale: str, zp: str | None, w
     """A per-tensor activation scale whose zero point the DLA's symmetric int8 can hold."""
     s = im.need_const(node, scale, f"{what} scale")
     if np.size(s) != 1:
-        raise im.err(node, f"per-axis {what} scales are not supported (the DLA's activations have one scale)")
+        raise im.err(node, f"per-axis {what} scales are not supported (the DLA's activations have one scale; "
+                           f"onnxruntime quantizes an unfolded BatchNorm's output per channel: fold it first with "
+                           f"onnxruntime.quantization.shape_inference.quant_pre_process)")
     z = im.const(zp) if zp else None
     if z is not None:
         value = int(np.asarray(z).reshape(-1)[0])
