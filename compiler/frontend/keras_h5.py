@@ -46,6 +46,8 @@ class _Converter:
         self.layer_name = ""
         self.layer_class = ""
         self.fresh = FreshNames(self.g)
+        #: ZeroPadding2D outputs, folded into the conv or pool reading them: name -> (input, pads (t, l, b, r))
+        self.padded: dict[str, tuple[str, tuple[int, int, int, int]]] = {}
 
     # ---- naming and errors --------------------------------------------------------------------------------
     def err(self, msg: str) -> CompileError:
@@ -72,7 +74,15 @@ class _Converter:
         return out
 
     def shape(self, t: str) -> Shape:
+        if t in self.padded:  # a folded ZeroPadding2D's output: the padded cube
+            src, (pt, pl, pb, pr) = self.padded[t]
+            n, ch, h, w = self.g.shapes[src]
+            return (n, ch, h + pt + pb, w + pl + pr)
         return self.g.shapes[t]
+
+    def unpad(self, t: str) -> tuple[str, tuple[int, int, int, int]]:
+        """The tensor a reader really reads and the zero padding folded into it."""
+        return self.padded.get(t, (t, (0, 0, 0, 0)))
 
     def weight(self, key: str, required: bool = True) -> np.ndarray | None:
         """The layer's weight named ``key`` (``kernel``, ``bias``, ``gamma``...), float32."""
@@ -159,10 +169,12 @@ def _conv_layer(c: _Converter, cfg: dict, x: str, w: np.ndarray, groups: int) ->
     _channels_last(c, cfg)
     kernel, stride = _pair(cfg["kernel_size"]), _pair(cfg.get("strides", 1))
     dilation = _pair(cfg.get("dilation_rate", 1))
+    pads = _padding(c, cfg, x, kernel, stride, dilation)
+    x, zero = c.unpad(x)  # a ZeroPadding2D before the conv is more of its padding
     inputs = [x, c.const("W", w)]
     if cfg.get("use_bias", True):
         inputs.append(c.const("B", c.weight("bias")))
-    y = c.add("Conv", inputs, strides=stride, pads=_padding(c, cfg, x, kernel, stride, dilation),
+    y = c.add("Conv", inputs, strides=stride, pads=tuple(a + b for a, b in zip(pads, zero)),
               dilations=dilation, group=groups)
     return c.activation(y, cfg.get("activation"))
 
@@ -224,10 +236,46 @@ def _pool(c: _Converter, cfg: dict, xs: list[str], *, op: str) -> str:
     _channels_last(c, cfg)
     kernel = _pair(cfg.get("pool_size", 2))
     stride = _pair(cfg.get("strides") or kernel)
-    attrs: dict[str, Any] = dict(kernel=kernel, strides=stride, pads=_padding(c, cfg, x, kernel, stride))
+    pads = _padding(c, cfg, x, kernel, stride)
+    x, zero = c.unpad(x)
+    attrs: dict[str, Any] = dict(kernel=kernel, strides=stride, pads=tuple(a + b for a, b in zip(pads, zero)))
     if op == "AveragePool":
-        attrs["count_include_pad"] = False  # TensorFlow divides by the in-image count
+        # TensorFlow divides by the in-image count; zeros a ZeroPadding2D put there are in the image
+        attrs["count_include_pad"] = False
+        if any(zero):
+            attrs["divisor_pads"] = zero
+    elif any(zero) and not _nonnegative(c, x):
+        raise c.err("max pooling over a ZeroPadding2D of values that may be negative (the zeros would win; "
+                    "supported after a ReLU)")
     return c.add(op, [x], **attrs)
+
+
+def _nonnegative(c: _Converter, t: str) -> bool:
+    """Produced by a ReLU (or a clip at 0): zero padding cannot win a max over real values where -inf would
+    not (every window holds a real value >= 0)."""
+    producer = next((n for n in reversed(c.g.nodes) if t in n.outputs), None)
+    return producer is not None and (producer.op == "Relu"
+                                     or (producer.op == "Clip" and (producer.attrs.get("min") or 0.0) >= 0.0
+                                         and producer.attrs.get("min") is not None))
+
+
+@layer("ZeroPadding2D")
+def _zero_padding(c: _Converter, cfg: dict, xs: list[str]) -> str:
+    """Folded into the conv or pool that reads it (the IR has no pad op)."""
+    x = xs[0]
+    _cube(c, x)
+    _channels_last(c, cfg)
+    p = cfg.get("padding", 1)
+    if isinstance(p, int):
+        (t, b), (l, r) = (p, p), (p, p)
+    elif all(isinstance(v, int) for v in p):
+        (t, b), (l, r) = (p[0], p[0]), (p[1], p[1])
+    else:
+        (t, b), (l, r) = p
+    src, (pt, pl, pb, pr) = c.unpad(x)
+    out = c.fresh(c.layer_name)
+    c.padded[out] = (src, (pt + int(t), pl + int(l), pb + int(b), pr + int(r)))
+    return out
 
 
 def _global(c: _Converter, cfg: dict, xs: list[str], *, op: str) -> str:
@@ -303,6 +351,10 @@ for _name, _op in (("GlobalAveragePooling2D", "GlobalAveragePool"), ("GlobalMaxP
     LAYERS.add(_name, functools.partial(_global, op=_op))
 for _name, _op in (("Add", "Add"), ("Multiply", "Mul"), ("Maximum", "Max")):
     LAYERS.add(_name, functools.partial(_binary, op=_op))
+
+
+#: Layers that fold a ZeroPadding2D before them into their own padding.
+_READS_PADDING = frozenset({"Conv2D", "DepthwiseConv2D", "MaxPooling2D", "AveragePooling2D", "ZeroPadding2D"})
 
 
 # ---- the model -----------------------------------------------------------------------------------------------
@@ -403,11 +455,17 @@ def load(path: str | Path) -> Graph:
                 missing = [r for r in refs if r not in tensors]
                 if not refs or missing:
                     raise c.err(f"inputs {missing or refs} are not produced by earlier layers")
-                tensors[(c.layer_name, i, 0)] = LAYERS[c.layer_class](c, cfg, [tensors[r] for r in refs])
+                xs = [tensors[r] for r in refs]
+                if c.layer_class not in _READS_PADDING and any(t in c.padded for t in xs):
+                    raise c.err("reads a ZeroPadding2D output: only convolutions and pooling can take the "
+                                "padding over (the DLA has no pad operation)")
+                tensors[(c.layer_name, i, 0)] = LAYERS[c.layer_class](c, cfg, xs)
         for ref in out_refs:
             key = (str(ref[0]), int(ref[1]), int(ref[2]))
             if key not in tensors:
                 raise CompileError(src, f"model output {list(ref)} is never produced")
+            if tensors[key] in c.padded:
+                raise CompileError(src, f"model output {list(ref)} is a ZeroPadding2D output (not supported)")
             c.g.outputs.append(tensors[key])
     if not c.g.inputs or not c.g.outputs:
         raise CompileError(src, "the model has no input or no output")

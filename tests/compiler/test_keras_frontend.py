@@ -20,7 +20,7 @@ from runtime.executor import Network
 from tests.compiler.helpers import one_line_error
 
 FIXTURES = Path(__file__).parent / "fixtures" / "keras"
-NAMES = ("lenet", "resnet", "mobilenet")
+NAMES = ("lenet", "resnet", "mobilenet", "padnet")
 
 
 def fixture(name: str):
@@ -133,3 +133,26 @@ def test_missing_and_non_finite_weights_name_the_layer(tmp_path: Path) -> None:
     with h5py.File(bad, "r+") as f:
         del f["model_weights/dense"].attrs["weight_names"]
     assert "layer 'dense' (Dense): the file holds no 'kernel' weight" in err(bad)
+
+
+def test_zero_padding_folds_into_its_reader_or_is_refused(tmp_path: Path) -> None:
+    """padnet's ZeroPadding2D layers become their readers' padding (no CPU op); a max pool over zero padding of
+    possibly negative values, or any other reader, is refused (the IR has no pad op)."""
+    g = keras_h5.load(FIXTURES / "padnet.h5")
+    assert "ZeroPadding2D" not in {n.op for n in g.nodes}
+    conv = next(n for n in g.nodes if n.op == "Conv")
+    assert conv.attrs["pads"] == (3, 3, 3, 3)
+    avg = next(n for n in g.nodes if n.op == "AveragePool")
+    assert avg.attrs["divisor_pads"] == (1, 1, 1, 1)  # the padded zeros count, as in Keras
+
+    def linear(cfg):
+        spec = _layer(cfg, "ReLU")  # the ReLU before the max pool's padding
+        spec["class_name"], spec["config"] = "Activation", {"name": spec["name"], "activation": "linear"}
+    assert "max pooling over a ZeroPadding2D of values that may be negative" in err(_rewrite(tmp_path, "padnet",
+                                                                                              linear))
+
+    def flatten(cfg):
+        spec = _layer(cfg, "DepthwiseConv2D")
+        spec["class_name"], spec["config"] = "Flatten", {"name": spec["name"]}
+    assert "reads a ZeroPadding2D output: only convolutions and pooling" in err(_rewrite(tmp_path, "padnet",
+                                                                                         flatten))

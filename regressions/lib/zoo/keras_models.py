@@ -71,7 +71,22 @@ def mobilenet(keras: Any) -> Any:
         L.GlobalAveragePooling2D(), L.Dense(10)], name="mobilenet")
 
 
-MODELS: dict[str, Callable[[Any], Any]] = {"lenet": lenet, "resnet": resnet, "mobilenet": mobilenet}
+def padnet(keras: Any) -> Any:
+    """The ZeroPadding2D patterns of keras.applications: ResNet50's stem (pad 3, 7x7/2 valid conv, BN, ReLU,
+    pad 1, 3x3/2 max pool) and MobileNet's asymmetric pad before a strided depthwise conv, then an average
+    pool over zero padding, global pooling, Dense."""
+    L = keras.layers
+    inp = keras.Input((32, 32, 3))
+    x = L.Conv2D(8, 7, strides=2, use_bias=False)(L.ZeroPadding2D(3)(inp))
+    x = L.ReLU()(L.BatchNormalization()(x))
+    x = L.MaxPooling2D(3, strides=2)(L.ZeroPadding2D(1)(x))
+    x = L.DepthwiseConv2D(3, strides=2)(L.ZeroPadding2D(((0, 1), (0, 1)))(x))
+    x = L.AveragePooling2D(3, strides=1)(L.ZeroPadding2D(1)(L.ReLU()(x)))
+    return keras.Model(inp, L.Dense(10)(L.GlobalAveragePooling2D()(x)), name="padnet")
+
+
+MODELS: dict[str, Callable[[Any], Any]] = {"lenet": lenet, "resnet": resnet, "mobilenet": mobilenet,
+                                           "padnet": padnet}
 
 
 def build(name: str, seed: int = 0) -> tuple[Any, np.ndarray, np.ndarray]:
