@@ -335,8 +335,10 @@ def _summary(msg, out: Path | None = None) -> str:
     peak, unshared = msg.plan.peak_bytes, msg.plan.unshared_bytes
     saved = f", {100 * (1 - peak / unshared):.0f}% saved by reuse" if unshared else ""
     cpu_ops = sorted({t.cpu.op for t in cpu})
+    dtypes = {t.dtype for t in msg.tensors if t.storage == pb.Tensor.FEATURE}
+    precision = "/".join(sorted(pb.Tensor.DType.Name(d).lower() for d in dtypes)) or "int8"
     text = (f"Compiled {msg.model_name or 'the model'}"
-            f"{f' ({msg.source})' if msg.source else ''} for {msg.hw_config}"
+            f"{f' ({msg.source})' if msg.source else ''} for {msg.hw_config} in {precision}"
             f"{f' with {msg.quantization} quantization' if msg.quantization else ''}: "
             f"{_count(len(msg.tasks), 'task')} ({len(dla)} DLA, {len(cpu)} CPU), "
             f"{_count(len(ops), 'DLA operation')} ({sum(len(op.writes) for op in ops)} register writes"
@@ -376,6 +378,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.input and not args.emit_trace:
         raise UserError("--input is only used with --emit-trace")
     _check_in(args.input)
+    calibrating = [o for o, v in (("--calib-images", args.calib_images), ("--calib-random", args.calib_random),
+                                  ("--calib-table", args.calib_table), ("--calib-table-out", args.calib_table_out),
+                                  ("--quant-report", args.quant_report)) if v is not None]
+    if args.precision == "fp16" and calibrating:
+        raise UserError(f"{calibrating[0]}: an fp16 network is not calibrated (drop it, or --precision int8)")
     if args.calib_random is not None and args.calib_random <= 0:
         raise UserError(f"--calib-random {args.calib_random}: needs a positive number of samples")
     inputs = [model, *(p for p in (weights, args.calib_table, args.input) if p),
@@ -411,7 +418,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 calib_table=Path(args.calib_table) if args.calib_table else None,
                 quant=args.quant, calib_method=args.calib_method,
                 dump_passes=Path(args.dump_passes) if args.dump_passes else None, log=log,
-                progress=progress, quant_report=report, calibration=table,
+                progress=progress, quant_report=report, calibration=table, precision=args.precision,
             )
     finally:
         status.clear()  # before any error line
@@ -688,6 +695,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--calib-table-out", metavar="JSON",
                    help="write the calibration as NVDLA's JSON table (--calib-table reads it back: same loadable "
                         "with the same calibration inputs)")
+    c.add_argument("--precision", "--cprecision", choices=("int8", "int16", "fp16"), default=None,
+                   help="the network's data type on the DLA: int8 (calibrated; the default where the config "
+                        "has it) or fp16 (no calibration; the default on configs without int8). NVDLA's "
+                        "compiler calls it --cprecision")
     c.add_argument("--quant", "--quantizationMode", choices=("per-kernel", "per-filter"), default="per-filter",
                    help="weight quantization granularity (default per-filter)")
     c.add_argument("--calib-method", choices=("minmax", "percentile", "entropy"), default="minmax",

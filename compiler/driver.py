@@ -16,7 +16,7 @@ from compiler.calib_range import METHODS
 from compiler.errors import CompileError
 from compiler.frontend import load_model
 from compiler.ir import Graph
-from compiler.passes import CompileContext, PassManager
+from compiler.passes import PRECISIONS, CompileContext, PassManager
 from compiler.passes.calibrate import calibrate
 from compiler.passes.canonicalize import canonicalize
 from compiler.passes.equalize_concats import equalize_concats
@@ -29,6 +29,7 @@ from compiler.passes.lower import lower
 from compiler.passes.memplan import memplan
 from compiler.passes.partition import partition
 from compiler.passes.quantize import quantize
+from compiler.passes.fp16 import fp16_params
 from compiler.passes.split_conv import split_conv
 from golden.budget import MemoryBudgetError, check_size
 from golden.config import PRESETS, get_config
@@ -56,6 +57,26 @@ PIPELINE = [
     ("split_conv", split_conv),
     ("memplan", memplan),
 ]
+
+
+#: The passes that calibrate and quantize, and what replaces them in a 16-bit float network.
+CALIBRATION_PASSES = ("calibrate", "equalize_concats")
+
+
+def pipeline(precision: str) -> list:
+    """The passes for ``precision``: int8 as ``PIPELINE``; fp16 without calibration, its parameters from
+    ``passes.fp16`` instead of ``quantize``."""
+    if precision == "int8":
+        return PIPELINE
+    if precision == "fp16":
+        return [(name, fp16_params) if name == "quantize" else (name, fn) for name, fn in PIPELINE
+                if name not in CALIBRATION_PASSES]
+    raise CompileError("", f"--precision {precision}: not built yet (int8 and fp16 are)")
+
+
+def default_precision(hw) -> str:
+    """int8 where the config has it (calibrated, the smallest), else fp16 (NVDLA's compiler default)."""
+    return "int8" if hw.supports("int8") else "fp16"
 
 
 def _elements(shape) -> int:
@@ -176,11 +197,13 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
                   log: Callable[[str], None] = lambda m: None,
                   progress: Callable[[str], None] = lambda m: None,
                   histograms: bool = False,
-                  observe: Callable[[str, Graph], None] | None = None) -> tuple[object, Graph, CompileContext]:
+                  observe: Callable[[str, Graph], None] | None = None,
+                  precision: str | None = None) -> tuple[object, Graph, CompileContext]:
     """Compile an IR graph; returns (Loadable proto, lowered graph, context). Tests use the graph and the
     context (scales, plan) to replay single layers. ``histograms`` keeps every tensor's calibration histogram
     in the context (for ``compiler.quant_report``) even when the method does not need them. ``observe`` is
-    called with (pass name, graph) after every pass."""
+    called with (pass name, graph) after every pass. ``precision`` (None: ``default_precision``) is the
+    networks' data type on the DLA."""
     from compiler.emit import emit_loadable
 
     if quant not in QUANT_MODES:
@@ -191,12 +214,22 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
         raise CompileError("", f"unknown hardware config {hw_name!r} (known: {', '.join(sorted(PRESETS))})") from None
     if calib_method not in METHODS:
         raise CompileError("", f"--calib-method must be one of {', '.join(METHODS)}")
+    precision = precision or default_precision(hw)
+    if precision not in PRECISIONS:
+        raise CompileError("", f"--precision must be one of {', '.join(PRECISIONS)}")
+    if not (hw.supports(precision)):
+        have = ", ".join(p for p in PRECISIONS if hw.supports(p))
+        raise CompileError("", f"--precision {precision}: {hw.name} has no {precision} datapath (it has {have})")
+    if precision != "int8" and g.quant_scales:
+        raise CompileError(g.source, f"--precision {precision}: the model is quantized to int8 (its QuantizeLinear "
+                                     "or QLinear ops); compile it in int8")
     model_ranges = {t: 127.0 * s for t, s in g.quant_scales.items()}  # a pre-quantized model's scales
-    ctx = CompileContext(hw=hw, quant=quant, calib_method=calib_method, log=log, progress=progress,
+    ctx = CompileContext(hw=hw, quant=quant, calib_method=calib_method, log=log, progress=progress, precision=precision,
                          amax={**model_ranges, **(calib_table or {})}, keep_histograms=histograms,
                          fixed_scales=set(model_ranges) - set(calib_table or {}))
-    ctx.calib_inputs = calib_inputs if calib_inputs is not None else random_inputs(g, DEFAULT_CALIB_RANDOM)
-    pm = PassManager(PIPELINE, dump_passes, observe)
+    if precision == "int8":
+        ctx.calib_inputs = calib_inputs if calib_inputs is not None else random_inputs(g, DEFAULT_CALIB_RANDOM)
+    pm = PassManager(pipeline(precision), dump_passes, observe)
     g = pm.run(g, ctx)
     ld = emit_loadable(g, ctx, source=g.source)
     return ld, g, ctx
@@ -206,7 +239,7 @@ def compile_model(model: Path, *, weights: Path | None = None, config: str, cali
                   calib_random: int | None = None, calib_table: Path | None = None, quant: str = "per-filter",
                   calib_method: str = "minmax", dump_passes: Path | None = None, log: Callable[[str], None] = print,
                   progress: Callable[[str], None] = lambda m: None, quant_report: list | None = None,
-                  calibration: dict | None = None):
+                  calibration: dict | None = None, precision: str | None = None):
     """Compile a Caffe or ONNX model for a hardware preset; raises CompileError on bad input. ``progress``
     hears what is being done ("loading the model", "pass 3/9: quantize") for a status line. A ``quant_report``
     list receives the per-layer quantization report (``compiler.quant_report``), worst layer first; a
@@ -231,7 +264,7 @@ def compile_model(model: Path, *, weights: Path | None = None, config: str, cali
             feeds = random_inputs(g, 8)  # for tensors the table does not name
     ld, lowered, ctx = compile_graph(g, config, calib_inputs=feeds, calib_table=table, quant=quant,
                                      calib_method=calib_method, dump_passes=dump_passes, log=log, progress=progress,
-                                     histograms=quant_report is not None)
+                                     histograms=quant_report is not None, precision=precision)
     if calibration is not None:
         calibration.update(calib_table_json(ctx.calibrated))
     if quant_report is not None:

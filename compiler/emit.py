@@ -10,6 +10,7 @@ from compiler.codegen.cdp import emit_cdp
 from compiler.codegen.conv import emit_conv
 from compiler.codegen.pack import pack_dc_weights, pack_operands
 from compiler.codegen.pdp import emit_pdp
+from compiler.codegen.wide import emit_pdp_wide
 from compiler.codegen.program import Cube, OperandPlacement
 from golden.program import RegProgram
 from compiler.codegen.sdp import STAGES, stage_mem_use
@@ -61,9 +62,9 @@ def _sdp_slice(prm, k0: int, k1: int):
 
 
 def _place_operands(prm, weights: _Weights, plan: MemoryPlan, dst: Cube, atom: int, rows: int,
-                    k0: int) -> dict[str, OperandPlacement]:
+                    k0: int, bpe: int = 1) -> dict[str, OperandPlacement]:
     """Memory operands of an SDP op: per-channel arrays packed into WEIGHTS (16-bit), per-element tensors
-    read where they live (int8, the band/kernel group matching ``dst``)."""
+    read where they live (``bpe``-byte elements, the band/kernel group matching ``dst``)."""
     placed = {}
     for stage, _, _ in STAGES:
         st = getattr(prm, stage)
@@ -75,7 +76,7 @@ def _place_operands(prm, weights: _Weights, plan: MemoryPlan, dst: Cube, atom: i
         if any(isinstance(o, TensorOperand) for o in ops):
             t = plan.placements[ops[0].tensor]
             loc = (t.region, t.offset + rows * t.line_stride + k0 // atom * t.surface_stride)
-            placed[stage] = OperandPlacement(loc, "element", 1, use, t.line_stride, t.surface_stride)
+            placed[stage] = OperandPlacement(loc, "element", bpe, use, t.line_stride, t.surface_stride)
         else:
             data, _, _ = pack_operands([np.asarray(o) for o in ops], dst.channels, 1, 1, atom, 2, "kernel")
             placed[stage] = OperandPlacement(weights.add(data), "kernel", 2, use)
@@ -105,9 +106,13 @@ def channel_groups(c: int, atom: int) -> list[tuple[int, int]]:
     return [(c0, min(c, c0 + width)) for c0 in range(0, c, width)]
 
 
+#: The loadable's element type of each network precision.
+FEATURE_DTYPES = {"int8": pb.Tensor.INT8, "int16": pb.Tensor.INT16, "fp16": pb.Tensor.FP16}
+
+
 def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[pb.DlaOp]:
     hw, plan = ctx.hw, ctx.plan
-    atom = hw.atom_elements()
+    atom, bpe, dtype = ctx.atom, ctx.bpe, ctx.precision
     src, dst = _cube(plan, n.inputs[0]), _cube(plan, n.outputs[0])
     layer = ",".join(n.attrs.get("layers", [n.name]))
     ops = []
@@ -121,9 +126,9 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
             k0, k1 = pc.kernels
             c0, c1 = pc.channels or (0, c)
             if (k0, k1, c0) not in wlocs:
-                wlocs[(k0, k1, c0)] = weights.add(pack_dc_weights(wq[k0:k1, c0:c1], hw))
+                wlocs[(k0, k1, c0)] = weights.add(pack_dc_weights(wq[k0:k1, c0:c1], hw, dtype))
         for i, pc in enumerate(pieces):
-            reuse = cbuf_reuse(hw, pieces, i, (pc.channels[1] - pc.channels[0] if pc.channels else c) * r * s)
+            reuse = cbuf_reuse(hw, pieces, i, (pc.channels[1] - pc.channels[0] if pc.channels else c) * r * s * bpe)
             (o0, o1), (i0, i1), (k0, k1) = pc.out_rows, pc.in_rows, pc.kernels
             c0, c1 = pc.channels or (0, c)
             band = src.rows(i0, i1 - i0)
@@ -132,10 +137,8 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
             out = dst.rows(o0, o1 - o0)
             out = out.surfaces_from(k0, k1 - k0, atom) if (k0, k1) != (0, k) else out
             prm = _sdp_slice(sdp, k0, k1)
-            operands = _place_operands(prm, weights, plan, out, atom, o0, k0)
-            piece_conv = type(conv)(weights=wq[k0:k1, c0:c1], stride=conv.stride, dilation=conv.dilation,
-                                    pad=(pc.pad_top, conv.pad[1]), pad_value=conv.pad_value,
-                                    clip_truncate=conv.clip_truncate)
+            operands = _place_operands(prm, weights, plan, out, atom, o0, k0, bpe)
+            piece_conv = replace(conv, weights=wq[k0:k1, c0:c1], pad=(pc.pad_top, conv.pad[1]))
             regs = RegProgram(hw, strict=True)
             emit_conv(regs, band, wlocs[(k0, k1, c0)], (k1 - k0, c1 - c0, r, s), out, piece_conv, prm, operands,
                       data_banks=pc.data_banks, reuse=reuse)
@@ -155,7 +158,7 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
             part = _sdp_slice(prm, k0, k1) if len(groups) > 1 else prm
             s_cube, d_cube = src.surfaces_from(k0, k1 - k0, atom), dst.surfaces_from(k0, k1 - k0, atom)
             regs = RegProgram(hw, strict=True)
-            emit_sdp(regs, s_cube, d_cube, part, _place_operands(part, weights, plan, d_cube, atom, 0, k0))
+            emit_sdp(regs, s_cube, d_cube, part, _place_operands(part, weights, plan, d_cube, atom, 0, k0, bpe))
             op = pb.DlaOp(name=n.name if len(groups) == 1 else f"{n.name}#{i}", engines=["SDP"], layer=layer,
                           interrupt_mask=1 << done_bit("SDP"))
             _to_pb_writes(hw, regs, op)
@@ -169,7 +172,10 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
                   for s_cube, d_cube, prm in passes for k0, k1 in channel_groups(src.channels, atom)]
         for i, (s_cube, d_cube, prm) in enumerate(passes):
             regs = RegProgram(hw, strict=True)
-            emit_pdp(regs, s_cube, d_cube, prm)
+            if prm.precision == "int8":
+                emit_pdp(regs, s_cube, d_cube, prm)
+            else:
+                emit_pdp_wide(regs, s_cube, d_cube, prm, prm.precision, nan_to_zero=False)
             op = pb.DlaOp(name=n.name if len(passes) == 1 else f"{n.name}#{i}", engines=["PDP"], layer=layer,
                           interrupt_mask=1 << done_bit("PDP"))
             _to_pb_writes(hw, regs, op)
@@ -206,9 +212,10 @@ def _attr(a: pb.Attr, v) -> bool:
 
 def emit_loadable(g: Graph, ctx: CompileContext, *, source: str = "") -> pb.Loadable:
     hw, plan = ctx.hw, ctx.plan
-    atom = hw.atom_elements()
+    atom = ctx.atom
     # ping-pong groups are the runtime's (runtime.groups): S_POINTER writes and done bits mean "this op's group"
-    ld = pb.Loadable(hw_config=hw.name, model_name=g.name, source=source, quantization=ctx.quant,
+    ld = pb.Loadable(hw_config=hw.name, model_name=g.name, source=source,
+                     quantization=ctx.quant if ctx.precision != "fp16" else "",
                      pingpong=pb.Loadable.RUNTIME)
     weights = _Weights()
     tasks: list[pb.Task] = []
@@ -261,7 +268,7 @@ def emit_loadable(g: Graph, ctx: CompileContext, *, source: str = "") -> pb.Load
             tp.storage, tp.dtype = pb.Tensor.HOST, pb.Tensor.FLOAT32
             continue
         p = plan.placements[t]
-        tp.storage, tp.dtype = pb.Tensor.FEATURE, pb.Tensor.INT8
+        tp.storage, tp.dtype = pb.Tensor.FEATURE, FEATURE_DTYPES[ctx.precision]
         tp.region, tp.offset = p.region, p.offset
         tp.channels, tp.height, tp.width = p.channels, p.height, p.width
         tp.line_stride, tp.surface_stride, tp.atom = p.line_stride, p.surface_stride, atom

@@ -79,6 +79,9 @@ class SdpParams:
     cvt_offset: int = 0
     cvt_scale: int = 1
     cvt_shift: int = 0
+    #: data type of the input, the processing and the output: "int8"; "fp16" (X operands fp16 bit patterns,
+    #: shifts 0, the output converter unused: SDP narrows FP32 to fp16)
+    precision: str = "int8"
 
 
 @dataclass
@@ -108,6 +111,8 @@ class PdpParams:
     pad_values: tuple[int, ...] = (0,) * 7  # raw PAD_VALUE_1X..7X
     recip_w: int = 0x10000
     recip_h: int = 0x10000
+    #: "int8", "int16" or "fp16" (fp16: reciprocals and pad values are FP17 bit patterns)
+    precision: str = "int8"
 
 
 @dataclass
@@ -120,3 +125,5 @@ class ConvParams:
     pad: tuple[int, int] = (0, 0)  # top, left; bottom/right follow from the output size
     pad_value: int = 0
     clip_truncate: int = 0
+    #: "int8"; "int16" or "fp16" (weights then hold int16 values or fp16 bit patterns)
+    precision: str = "int8"

@@ -55,8 +55,10 @@ def _as_post(g: Graph, n: Node, main: str) -> PostOp | None:
     return None
 
 
-def _fit(post: list[PostOp], p: PostOp, hw) -> PostOp | None:
-    """``p`` with its datapath slot if it can follow ``post`` in one SDP operation, else None."""
+def _fit(post: list[PostOp], p: PostOp, hw, precision: str = "int8") -> PostOp | None:
+    """``p`` with its datapath slot if it can follow ``post`` in one SDP operation, else None. The LUT is
+    programmed for int8 networks only (``compiler.lut`` sizes its tables for int8 scales): in int16 and fp16
+    sigmoid and tanh run on the CPU."""
     state = _slot_state(post)
     kinds = {type(q): q for q in post}
     match p:
@@ -78,7 +80,7 @@ def _fit(post: list[PostOp], p: PostOp, hw) -> PostOp | None:
         case Eltwise():
             return replace(p, slot=2) if state < 2 else None
         case Lut():
-            return replace(p, slot=4) if state < 4 and hw.sdp_lut and hw.sdp_ew else None
+            return replace(p, slot=4) if state < 4 and hw.sdp_lut and hw.sdp_ew and precision == "int8" else None
     return None
 
 
@@ -104,7 +106,7 @@ class Lowering:
     families: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.families = concat_families(self.g, self.ctx.hw.atom_elements())
+        self.families = concat_families(self.g, self.ctx.atom)
 
     def emit(self, node: Node) -> Node:
         self.out.append(node)
@@ -136,7 +138,7 @@ class Lowering:
                 return
             if t in self.ctx.fixed_scales and not self._exact_through(t, nxt, p):
                 return  # a pre-quantized model rounds and saturates ``t`` to int8 here: so does the DLA
-            fitted = _fit(e.attrs["post"], p, self.ctx.hw)
+            fitted = _fit(e.attrs["post"], p, self.ctx.hw, self.ctx.precision)
             if fitted is None:
                 return
             if isinstance(p, Eltwise):
@@ -192,8 +194,8 @@ def lower_pool(lw: Lowering, n: Node) -> bool:
 
 
 def lower_lrn(lw: Lowering, n: Node) -> bool:
-    """LRN on CDP, for the window sizes CDP has."""
-    if not (lw.ctx.hw.cdp and int(n.attrs["size"]) in CDP_WINDOWS and lw.cube_ok(n)):
+    """LRN on CDP, for the window sizes CDP has (int8 networks: its LUT is built for int8 scales)."""
+    if not (lw.ctx.hw.cdp and lw.ctx.precision == "int8" and int(n.attrs["size"]) in CDP_WINDOWS and lw.cube_ok(n)):
         return False
     lw.emit(Node(n.name, "dla.cdp", [n.inputs[0]], list(n.outputs), dict(n.attrs, layers=[n.name])))
     return True
@@ -215,7 +217,7 @@ def lower_concat(lw: Lowering, n: Node) -> bool:
 def lower_slice(lw: Lowering, n: Node) -> bool:
     """Slice, Split on atom boundaries of the channel axis: one view per output."""
     g = lw.g
-    if not (lw.cube_ok(n) and _slice_in_place(g, n, lw.ctx.hw.atom_elements())):
+    if not (lw.cube_ok(n) and _slice_in_place(g, n, lw.ctx.atom)):
         return False
     start = int(n.attrs["start"]) if n.op == "Slice" else 0
     sizes = [int(n.attrs["end"]) - start] if n.op == "Slice" else [int(v) for v in n.attrs["split"]]
@@ -245,7 +247,7 @@ def lower_sdp(lw: Lowering, n: Node) -> bool:
     p = _as_post(g, n, main)
     if p is None or (isinstance(p, Eltwise) and g.shapes[n.inputs[0]] != g.shapes[n.inputs[1]]):
         return False
-    fitted = _fit([], p, lw.ctx.hw)
+    fitted = _fit([], p, lw.ctx.hw, lw.ctx.precision)
     if fitted is None:
         return False
     ins = [main] + ([p.tensor] if isinstance(p, Eltwise) else [])

@@ -83,14 +83,37 @@ def dequantize(q: np.ndarray, scale: float) -> np.ndarray:
     return np.asarray(q, dtype=np.float32) * np.float32(scale)
 
 
+#: numpy element type of each FEATURE dtype (little-endian, as the DLA stores them).
+FEATURE_NUMPY = {pb.Tensor.INT8: np.dtype(np.int8), pb.Tensor.INT16: np.dtype("<i2"),
+                 pb.Tensor.FP16: np.dtype("<f2")}
+
+
+def to_feature(x: np.ndarray, t: pb.Tensor) -> np.ndarray:
+    """Float values as the tensor's elements: int8/int16 quantized with its scale (saturating), fp16 rounded
+    to nearest even (beyond +-65504 saturated, as the DLA's own conversions do)."""
+    x = np.asarray(x, dtype=np.float64)
+    if t.dtype == pb.Tensor.FP16:
+        return np.clip(x, -65504.0, 65504.0).astype(np.float16)
+    if t.dtype == pb.Tensor.INT16:
+        return np.clip(np.rint(x / float(t.scale)), -32768, 32767).astype(np.int16)
+    return quantize(x, t.scale)
+
+
+def from_feature(q: np.ndarray, t: pb.Tensor) -> np.ndarray:
+    """The tensor's elements as float32 (fp16 widened exactly, integers times the scale)."""
+    return np.asarray(q, dtype=np.float32) if t.dtype == pb.Tensor.FP16 else dequantize(q, t.scale)
+
+
 def tensor_layout(t: pb.Tensor) -> CubeLayout:
-    """The golden model's layout of a FEATURE tensor (int8 cube, the loadable's strides and atom)."""
-    return CubeLayout(t.channels, t.height, t.width, t.line_stride, t.surface_stride, t.atom)
+    """The golden model's layout of a FEATURE tensor (the loadable's strides and atom)."""
+    return CubeLayout(t.channels, t.height, t.width, t.line_stride, t.surface_stride, t.atom,
+                      FEATURE_NUMPY[t.dtype].itemsize)
 
 
 def feature_offsets(t: pb.Tensor) -> np.ndarray:
     """Byte offset of every lane of a FEATURE cube, shape (surfaces * atom, H, W): channel c sits in
-    surface c // atom at lane c % atom, lines ``line_stride`` and surfaces ``surface_stride`` apart."""
+    surface c // atom at lane c % atom, lines ``line_stride`` and surfaces ``surface_stride`` apart (of its
+    first byte: an element's bytes follow it)."""
     return tensor_layout(t).byte_offsets()[..., 0]
 
 
@@ -482,31 +505,39 @@ class _Execution:
 
     def _feature(self, name: str) -> pb.Tensor:
         t = self.net.tensors[name]
-        if t.dtype != pb.Tensor.INT8:
+        if t.dtype not in FEATURE_NUMPY:
             raise ExecutionError(f"tensor {name!r}: {pb.Tensor.DType.Name(t.dtype)} feature data is not supported "
-                                 "by the executor (int8 only)")
+                                 "by the executor (int8, int16 and fp16 only)")
         return t
 
     def _where(self, t: pb.Tensor) -> tuple[int, int, str]:
         return self.placement.address(t.region, t.offset), feature_span(t), self.placement.mem[t.region]
 
     async def write_feature(self, name: str, q: np.ndarray) -> None:
-        """Pack (C, H, W) int8 into the tensor's cube: read-modify-write of its span, so bytes between
-        lines and surfaces (possibly another tensor's) are kept; padding lanes are zeroed."""
+        """Pack (C, H, W) elements (int8, int16 or fp16, as the tensor is) into its cube: read-modify-write
+        of its span, so bytes between lines and surfaces (possibly another tensor's) are kept; padding lanes
+        are zeroed."""
         t = self._feature(name)
+        elem = FEATURE_NUMPY[t.dtype]
         addr, span, mem = self._where(t)
         buf = np.frombuffer(await self.target.read_mem(addr, span, mem), dtype=np.uint8).copy()
-        lanes = np.zeros((surfaces(t) * t.atom, t.height, t.width), dtype=np.int8)
-        lanes[: t.channels] = q.reshape(t.channels, t.height, t.width)
-        buf[self.net.offsets(t)] = lanes.view(np.uint8)
+        lanes = np.zeros((surfaces(t) * t.atom, t.height, t.width), dtype=elem)
+        lanes[: t.channels] = np.asarray(q).astype(elem).reshape(t.channels, t.height, t.width)
+        raw = lanes[..., None].view(np.uint8)  # (C, H, W, bytes), little-endian
+        off = self.net.offsets(t)
+        for b in range(elem.itemsize):
+            buf[off + b] = raw[..., b]
         await self.target.write_mem(addr, buf.tobytes(), mem)
 
     async def read_feature(self, name: str) -> np.ndarray:
-        """(C, H, W) int8 of a FEATURE tensor."""
+        """(C, H, W) elements of a FEATURE tensor (int8, int16 or float16)."""
         t = self._feature(name)
+        elem = FEATURE_NUMPY[t.dtype]
         addr, span, mem = self._where(t)
         buf = np.frombuffer(await self.target.read_mem(addr, span, mem), dtype=np.uint8)
-        return buf[self.net.offsets(t)[: t.channels]].view(np.int8)
+        off = self.net.offsets(t)[: t.channels]
+        raw = np.stack([buf[off + b] for b in range(elem.itemsize)], axis=-1)
+        return np.ascontiguousarray(raw).view(elem)[..., 0]
 
     async def read_float(self, name: str) -> np.ndarray:
         """A tensor as float32 in the model's shape (FEATURE dequantized, HOST as stored)."""
@@ -516,7 +547,7 @@ class _Execution:
                 raise ExecutionError(f"host tensor {name!r} is read before any task wrote it")
             return self.host[name]
         q = await self.read_feature(name)
-        return dequantize(q, t.scale).reshape(tuple(t.shape) or q.shape)
+        return from_feature(q, t).reshape(tuple(t.shape) or q.shape)
 
     async def write_float(self, name: str, x: np.ndarray, what: str) -> None:
         t = self.net.tensors[name]
@@ -527,7 +558,7 @@ class _Execution:
         if t.storage == pb.Tensor.HOST:
             self.host[name] = x.reshape(shape) if shape else x
         else:
-            await self.write_feature(name, quantize(x, t.scale))
+            await self.write_feature(name, to_feature(x, t))
 
     # ---- tasks -------------------------------------------------------------------------------------
     async def run(self, sample: Mapping[str, np.ndarray], raw: bool = False) -> dict[str, np.ndarray]:

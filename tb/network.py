@@ -36,7 +36,7 @@ from golden.engines import engine_of_unit, load_engines
 from loadable import loadable_pb2 as pb
 from loadable.format import feature_span, write_loadable
 from runtime.errors import ExecutionError
-from runtime.executor import TargetRunError, dequantize
+from runtime.executor import TargetRunError, from_feature
 from runtime.profile import Profile
 from runtime.suite import TargetSetupError
 from runtime.trace import RegWrite
@@ -323,8 +323,8 @@ def run_network(net, inputs: Mapping[str, np.ndarray] | np.ndarray, *, simulator
 
 
 def _dequantized(net, name: str, y: np.ndarray) -> np.ndarray:
-    """Float outputs from the int8 ones, exactly as the executor's ``read_float`` computes them."""
+    """Float outputs from the raw ones, exactly as the executor's ``read_float`` computes them."""
     t = net.tensors[name]
     if t.storage == pb.Tensor.HOST:
         return y
-    return dequantize(y, t.scale).reshape(y.shape)
+    return from_feature(y, t).reshape(y.shape)

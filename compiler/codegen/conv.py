@@ -6,10 +6,14 @@ from dataclasses import dataclass
 from compiler.codegen.program import Cube, OperandPlacement, pointers
 from golden.program import Loc, RegProgram
 from compiler.codegen.sdp import emit_sdp, sdp_enables
-from golden.config import HwConfig
+from golden.config import BYTES_PER_ELEMENT, HwConfig
 from golden.dma import CONV_UNITS
 from golden.engines.conv_datapath import cbuf_geometry, entries_per_slice
 
+
+
+#: ``*_PRECISION`` / ``D_DATA_FORMAT`` encodings of the conv units and SDP.
+PRECISION_CODES = {"int8": 0, "int16": 1, "fp16": 2}
 
 
 @dataclass(frozen=True)
@@ -65,20 +69,23 @@ def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, in
     k, c, r, s = kernel
     h, w = src.height, src.width
     oh, ow = dst.height, dst.width
-    atom = hw.atom_elements()
-    eps = entries_per_slice(hw, c, w)  # CBUF entries per input line, as the CBUF rule demands
+    dtype = getattr(conv, "precision", "int8")
+    bpe = BYTES_PER_ELEMENT[dtype]
+    atom = hw.atom_elements(dtype)
+    eps = entries_per_slice(hw, c, w, bpe)  # CBUF entries per input line, as the CBUF rule demands
     if data_banks is None:
         data_banks = -(-h * eps // cbuf_geometry(hw)[1])
-    wbytes = weight_fetch_bytes(hw, k, c, r, s)
-    pad_raw = conv.pad_value & 0xFF
+    wbytes = weight_fetch_bytes(hw, k, c, r, s, bpe)
+    pad_raw = conv.pad_value & (0xFF if bpe == 1 else 0xFFFF)
+    proc = PRECISION_CODES[dtype]
     (sy, sx), (pt, pl) = conv.stride, conv.pad
     rdma = emit_sdp(p, None, dst, sdp, operands, ram_type, enable=False)
     pointers(p, *CONV_UNITS)
     flags = (reuse or CbufReuse()).fields()
     for unit in CONV_UNITS:
-        p.reg(unit, "D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=0,
-              **({"IN_PRECISION": 0, **flags} if unit in ("CDMA", "CSC") else {}))
-    line_packed = src.line_stride == w * atom
+        p.reg(unit, "D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=proc,
+              **({"IN_PRECISION": proc, **flags} if unit in ("CDMA", "CSC") else {}))
+    line_packed = src.line_stride == w * atom * bpe
     surf_packed = src.surface_stride == h * src.line_stride
     p.reg("CDMA", "D_DATAIN_FORMAT", 0)
     p.reg("CDMA", "D_DATAIN_SIZE_0", DATAIN_WIDTH=w - 1, DATAIN_HEIGHT=h - 1)
@@ -91,7 +98,7 @@ def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, in
     p.reg("CDMA", "D_DAIN_MAP", LINE_PACKED=int(line_packed), SURF_PACKED=int(surf_packed))
     p.reg("CDMA", "D_FETCH_GRAIN", GRAINS=0)
     p.reg("CDMA", "D_ENTRY_PER_SLICE", eps - 1)
-    p.reg("CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=r * s * c - 1)
+    p.reg("CDMA", "D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=r * s * c * bpe - 1)
     p.reg("CDMA", "D_WEIGHT_SIZE_1", WEIGHT_KERNEL=k - 1)
     p.reg("CDMA", "D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=ram_type)
     p.addr("CDMA", "D_WEIGHT_ADDR_LOW", weights)

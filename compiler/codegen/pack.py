@@ -32,20 +32,24 @@ def unpack_feature(raw: bytes, c: int, h: int, w: int, atom: int, bpe: int = 1, 
     return cube if lanes else cube[:c]
 
 
-def pack_dc_weights(w: np.ndarray, hw: HwConfig) -> bytes:
-    """NVDLA direct-conv weight layout (NOTES §3): kernel groups of atomic K, channel groups of MAC
-    atomic C, then r, s, k, c; partial groups unpadded; total rounded up to the CBUF width."""
+def pack_dc_weights(w: np.ndarray, hw: HwConfig, dtype: str = "int8") -> bytes:
+    """NVDLA direct-conv weight layout (NOTES §3): kernel groups of atomic K (half of it for 16-bit
+    elements), channel groups of MAC atomic C, then r, s, k, c; partial groups unpadded; total rounded up to
+    the CBUF width. 16-bit weights are int16 values or fp16 bit patterns, little-endian."""
     k_n, c_n, r_n, s_n = w.shape
-    kf, cf = hw.mac_atomic_k, hw.mac_atomic_c
+    kf, cf = hw.mac_atomic_k_for(dtype), hw.mac_atomic_c  # type: ignore[arg-type]
+    elem = np.int8 if dtype == "int8" else "<u2"
+    if dtype != "int8":
+        w = np.asarray(w, dtype=np.int64) & 0xFFFF
     if k_n % kf == 0 and c_n % cf == 0:  # whole groups only: one transpose instead of a loop per group
-        groups = np.asarray(w).astype(np.int8).reshape(k_n // kf, kf, c_n // cf, cf, r_n, s_n)
+        groups = np.asarray(w).astype(elem).reshape(k_n // kf, kf, c_n // cf, cf, r_n, s_n)
         raw = np.ascontiguousarray(groups.transpose(0, 2, 4, 5, 1, 3)).tobytes()
         return raw + bytes(-len(raw) % hw.cbuf_bank_width)
     parts = []
     for k0 in range(0, k_n, kf):
         for c0 in range(0, c_n, cf):
             blk = w[k0:k0 + kf, c0:c0 + cf]  # (k, c, r, s)
-            parts.append(np.ascontiguousarray(blk.transpose(2, 3, 0, 1)).astype(np.int8).tobytes())
+            parts.append(np.ascontiguousarray(blk.transpose(2, 3, 0, 1)).astype(elem).tobytes())
     raw = b"".join(parts)
     return raw + bytes(-len(raw) % hw.cbuf_bank_width)
 

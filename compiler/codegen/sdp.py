@@ -50,10 +50,12 @@ def emit_sdp(p: RegProgram, src: Cube | None, dst: Cube, prm, operands: dict[str
         p.reg("SDP_RDMA", "D_SRC_LINE_STRIDE", src.line_stride)
         p.reg("SDP_RDMA", "D_SRC_SURFACE_STRIDE", src.surface_stride)
         p.reg("SDP_RDMA", "D_SRC_DMA_CFG", SRC_RAM_TYPE=ram_type)
+    code = {"int8": 0, "int16": 1, "fp16": 2}[getattr(prm, "precision", "int8")]
     if needs_rdma:
-        p.reg("SDP_RDMA", "D_FEATURE_MODE_CFG", FLYING_MODE=int(flying))  # int8 in/proc/out
+        p.reg("SDP_RDMA", "D_FEATURE_MODE_CFG", FLYING_MODE=int(flying), IN_PRECISION=code, PROC_PRECISION=code,
+              OUT_PRECISION=code)
     p.reg("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE=int(flying))
-    p.reg("SDP", "D_DATA_FORMAT", PROC_PRECISION=0, OUT_PRECISION=0)
+    p.reg("SDP", "D_DATA_FORMAT", PROC_PRECISION=code, OUT_PRECISION=code)
     for stage, prefix, rdma in STAGES:
         st = getattr(prm, stage)
         alu_mem, mul_mem = stage_mem_use(st)

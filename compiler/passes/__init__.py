@@ -8,7 +8,7 @@ from typing import Callable, Protocol
 
 from compiler.ir import Graph
 from dlaio import write_atomic
-from golden.config import HwConfig
+from golden.config import BYTES_PER_ELEMENT, HwConfig
 
 
 @dataclass
@@ -17,6 +17,8 @@ class CompileContext:
 
     hw: HwConfig
     quant: str = "per-filter"  # or "per-kernel"
+    #: the network's data type on the DLA: "int8" (calibrated), "int16" or "fp16" (``PRECISIONS``)
+    precision: str = "int8"
     #: how calibration turns the values it sees into a range (``compiler.calib_range.METHODS``)
     calib_method: str = "minmax"
     log: Callable[[str], None] = lambda msg: None
@@ -42,6 +44,21 @@ class CompileContext:
     keep_histograms: bool = False
     #: calibration feeds: one {input name: float array} per sample
     calib_inputs: list[dict] = field(default_factory=list)
+
+
+    @property
+    def atom(self) -> int:
+        """Channels per memory atom (surface) of the network's feature cubes."""
+        return self.hw.atom_elements(self.precision)  # type: ignore[arg-type]
+
+    @property
+    def bpe(self) -> int:
+        """Bytes per feature element."""
+        return BYTES_PER_ELEMENT[self.precision]
+
+
+#: Data types ``dla compile --precision`` builds networks in.
+PRECISIONS = ("int8", "int16", "fp16")
 
 
 class Pass(Protocol):

@@ -55,7 +55,7 @@ def fold_cube(shape) -> tuple[int, int, int]:
 
 
 def memplan(g: Graph, ctx: CompileContext) -> Graph:
-    atom = ctx.hw.atom_elements()
+    atom, bpe = ctx.atom, ctx.bpe
     plan = MemoryPlan()
     index = {n.name: i for i, n in enumerate(g.nodes)}
     producer = {o: n for n in g.nodes for o in n.outputs}
@@ -77,11 +77,11 @@ def memplan(g: Graph, ctx: CompileContext) -> Graph:
         if n.op == "view.concat" and "within" in n.attrs:  # a channel range of its family's biggest concat
             big, channels = n.attrs["within"]
             _, h, w = fold_cube(g.shapes[big])
-            parent[n.outputs[0]] = (big, channels // atom * h * w * atom)
+            parent[n.outputs[0]] = (big, channels // atom * h * w * atom * bpe)
         elif n.op == "view.concat":
             out = n.outputs[0]
             _, h, w = fold_cube(g.shapes[out])
-            surf = h * w * atom
+            surf = h * w * atom * bpe
             off = 0
             for t in n.inputs:
                 parent[t] = (out, off // atom * surf)
@@ -89,7 +89,7 @@ def memplan(g: Graph, ctx: CompileContext) -> Graph:
         elif n.op == "view.slice":
             src = n.inputs[0]
             c, h, w = fold_cube(g.shapes[src])
-            parent[n.outputs[0]] = (src, n.attrs["start"] // atom * h * w * atom)
+            parent[n.outputs[0]] = (src, n.attrs["start"] // atom * h * w * atom * bpe)
         elif n.op == "view.reshape":
             parent[n.outputs[0]] = (n.inputs[0], 0)
 
@@ -110,7 +110,7 @@ def memplan(g: Graph, ctx: CompileContext) -> Graph:
     buffers = []
     for r, ts in members.items():
         c, h, w = fold_cube(g.shapes[r])
-        line, surf = w * atom, w * atom * h
+        line, surf = w * atom * bpe, w * atom * h * bpe
         size = -(-c // atom) * surf
         first = min(index[producer[t].name] if t in producer else -1 for t in ts)
         last = max([index[c.name] for t in ts for c in consumers.get(t, [])] + [first]

@@ -107,7 +107,7 @@ def _layouts(g: Graph, uf: UnionFind, pinned: set[str], fix: list[Node], atom: i
 
 
 def pad_channels(g: Graph, ctx: CompileContext) -> Graph:
-    atom = ctx.hw.atom_elements()
+    atom = ctx.atom
     cats = [n for n in g.nodes if _channel_concat(g, n)]
     fix = [n for n in cats if np.any(np.cumsum([g.shapes[t][1] for t in n.inputs])[:-1] % atom)]
     if not fix:

@@ -31,14 +31,14 @@ from compiler.passes.split_conv import plan_pieces
 MAX_CHANNELS = 1 << 13
 
 
-def _fits(hw, c: int, h: int, w: int, k: int, r: int, s: int, n: Node, out_h: int) -> bool:
+def _fits(hw, c: int, h: int, w: int, k: int, r: int, s: int, n: Node, out_h: int, dtype: str) -> bool:
     if c > MAX_CHANNELS:
         return False
     stride = tuple(n.attrs.get("strides", (1, 1)))
     dil = tuple(n.attrs.get("dilations", (1, 1)))
     pad_top = int(n.attrs.get("pads", (0, 0, 0, 0))[0])
     try:
-        plan_pieces(hw, c, h, w, k, r, s, stride, dil, pad_top, out_h)
+        plan_pieces(hw, c, h, w, k, r, s, stride, dil, pad_top, out_h, dtype)
     except ValueError:
         return False
     return True
@@ -63,9 +63,8 @@ def _geometry(g: Graph, n: Node) -> tuple[str, np.ndarray, Node | None] | None:
     return None
 
 
-def _slice_channels(hw, c: int, fits) -> int | None:
+def _slice_channels(atom: int, c: int, fits) -> int | None:
     """The largest slice width (a multiple of the memory atom) every slice of which fits, or None."""
-    atom = hw.atom_elements()
     for parts in range(2, c // atom + 2):
         width = math.ceil(math.ceil(c / parts) / atom) * atom
         if fits(width) and fits(c - (math.ceil(c / width) - 1) * width):
@@ -85,13 +84,13 @@ def split_channels(g: Graph, ctx: CompileContext) -> Graph:
         out_h = g.shapes[n.outputs[0]][2] if len(g.shapes[n.outputs[0]]) == 4 else 1
 
         def fits(cs: int) -> bool:
-            return _fits(hw, cs, h, wd, k, r, s, n, out_h)
+            return _fits(hw, cs, h, wd, k, r, s, n, out_h, ctx.precision)
 
         if fits(c):
             continue
-        width = _slice_channels(hw, c, fits)
+        width = _slice_channels(ctx.atom, c, fits)
         if width is None:
-            raise g.error(n, f"even one {hw.atom_elements()}-channel slice of its {k} {r}x{s} kernels does not fit "
+            raise g.error(n, f"even one {ctx.atom}-channel slice of its {k} {r}x{s} kernels does not fit "
                              f"the {hw.cbuf_bank_number}-bank CBUF of {hw.name}")
         _rewrite(g, n, x, w, flatten, width)
         ctx.log(f"  {n.name}: {c} input channels in {math.ceil(c / width)} slices of {width}")

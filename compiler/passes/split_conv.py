@@ -15,6 +15,7 @@ import numpy as np
 from compiler.codegen.conv import CbufReuse
 from compiler.ir import Graph
 from compiler.passes import CompileContext
+from golden.config import BYTES_PER_ELEMENT
 from golden.engines.conv_datapath import cbuf_geometry, entries_per_slice
 
 
@@ -29,13 +30,15 @@ class Piece:
 
 
 def plan_pieces(hw, c: int, h: int, w: int, k: int, r: int, s: int, stride: tuple[int, int],
-                dilation: tuple[int, int], pad_top: int, out_h: int) -> list[Piece]:
+                dilation: tuple[int, int], pad_top: int, out_h: int, dtype: str = "int8") -> list[Piece]:
+    """Pieces of a conv in ``dtype`` (16-bit elements take twice the CBUF of int8 ones)."""
     sy, dy = stride[0], dilation[0]
-    eps = entries_per_slice(hw, c, w)
+    bpe = BYTES_PER_ELEMENT[dtype]
+    eps = entries_per_slice(hw, c, w, bpe)
     depth = cbuf_geometry(hw)[1]  # entries per bank as CDMA/CSC count them
     bank_bytes = hw.cbuf_bank_depth * hw.cbuf_bank_width
-    kernel_bytes = c * r * s
-    unit = math.lcm(hw.atom_elements(), hw.mac_atomic_k)
+    kernel_bytes = c * r * s * bpe
+    unit = kernel_unit(hw, dtype)
     best = None
     for d in range(1, hw.cbuf_bank_number):
         rows_in = d * depth // eps
@@ -109,16 +112,21 @@ def diagonal_chunk(w, unit: int) -> bool:
     return not np.any(mask & (chunk[:, None] != chunk[None, :]))
 
 
+def kernel_unit(hw, dtype: str = "int8") -> int:
+    """Kernels a kernel group is a multiple of: whole output atoms and whole MAC kernel groups."""
+    return math.lcm(hw.atom_elements(dtype), hw.mac_atomic_k_for(dtype))
+
+
 def split_conv(g: Graph, ctx: CompileContext) -> Graph:
     hw = ctx.hw
-    unit = math.lcm(hw.atom_elements(), hw.mac_atomic_k)
+    unit = kernel_unit(hw, ctx.precision)
     for n in g.nodes:
         if n.op != "dla.conv":
             continue
         _, c, h, w = _cube4(g.shapes[n.inputs[0]])
         k, _, r, s = n.attrs["weight"].shape
         out_h = _cube4(g.shapes[n.outputs[0]])[2]
-        args = (tuple(n.attrs["stride"]), tuple(n.attrs["dilation"]), int(n.attrs["pads"][0]), out_h)
+        args = (tuple(n.attrs["stride"]), tuple(n.attrs["dilation"]), int(n.attrs["pads"][0]), out_h, ctx.precision)
         try:
             if diagonal_chunk(n.attrs["weight"], unit):
                 pieces = []

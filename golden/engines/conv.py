@@ -283,10 +283,8 @@ def _direct(ctx: OpContext, geom: ConvGeometry) -> np.ndarray:
 
 
 def _fp16(ctx: OpContext, geom: ConvGeometry) -> np.ndarray:
-    """fp16 direct convolution (FP32 out as np.float32, the cmod's fp16 CMAC/CACC), from memory only."""
-    plan = ctx.cbuf
-    if plan is not None and (plan.data is not None or plan.weights is not None):
-        raise UnsupportedError("CSC", "reuse of resident CBUF data or weights is not modelled for fp16")
+    """fp16 direct convolution (FP32 out as np.float32, the cmod's fp16 CMAC/CACC), from memory or from the
+    CBUF-resident cube and weights an earlier operation kept."""
     if conv_wcomp.is_compressed(ctx.regs, ctx.hw):  # conv_fp16 fetches its weights itself, uncompressed
         raise UnsupportedError("CDMA", "compressed fp16 weights are not modelled (conv_fp16 reads them plain)")
     return conv_fp16.run_fp16(ctx, geom)

@@ -361,15 +361,25 @@ def run_fp16(ctx: OpContext, geom: ConvGeometry) -> np.ndarray:
         surf_stride=dma_bytes(hw, cdma.D_SURF_STRIDE.SURF_STRIDE),
         atom=atom, bpe=2,
     )
-    fspace = ram_space(hw, ctx.mem, cdma.D_DAIN_RAM_TYPE, "DATAIN_RAM_TYPE")
-    raw = read_cube(fspace, dma_address(hw, cdma, "D_DAIN_ADDR", "_0"), layout, signed=False)
-    wspace = ram_space(hw, ctx.mem, cdma.D_WEIGHT_RAM_TYPE, "WEIGHT_RAM_TYPE")
-    wraw = wspace.read(dma_address(hw, cdma, "D_WEIGHT_ADDR"), cdma.D_WEIGHT_BYTES.WEIGHT_BYTES)
+    plan = ctx.cbuf  # CBUF state: DATA_REUSE / WEIGHT_REUSE read what an earlier operation kept
+    if plan is not None and plan.weights is not None:  # CDMA fetches no weights: it counts none
+        wraw = np.frombuffer(plan.weights, dtype=np.uint8)
+        whalf = np.zeros(0, dtype="<u2")
+    else:
+        wspace = ram_space(hw, ctx.mem, cdma.D_WEIGHT_RAM_TYPE, "WEIGHT_RAM_TYPE")
+        wraw = wspace.read(dma_address(hw, cdma, "D_WEIGHT_ADDR"), cdma.D_WEIGHT_BYTES.WEIGHT_BYTES)
+        whalf = np.ascontiguousarray(wraw[: len(wraw) // 2 * 2]).view("<u2")
     w = unpack_weights(wraw, geom, hw, "fp16") & 0xFFFF
-    whalf = np.ascontiguousarray(wraw[: len(wraw) // 2 * 2]).view("<u2")
     ctx.report("CDMA", "D_NAN_INPUT_WEIGHT_NUM", int(np.count_nonzero(is_nan16(whalf))))
     ctx.report("CDMA", "D_INF_INPUT_WEIGHT_NUM", int(np.count_nonzero(is_inf16(whalf))))
 
+    if plan is not None and plan.data is not None:  # the resident cube, already converted; nothing fetched
+        x = plan.data
+        ctx.report("CDMA", "D_NAN_INPUT_DATA_NUM", 0)
+        ctx.report("CDMA", "D_INF_INPUT_DATA_NUM", 0)
+        return _finish(x, w, geom, atom, ctx)
+    fspace = ram_space(hw, ctx.mem, cdma.D_DAIN_RAM_TYPE, "DATAIN_RAM_TYPE")
+    raw = read_cube(fspace, dma_address(hw, cdma, "D_DAIN_ADDR", "_0"), layout, signed=False)
     if input_conversion(cdma) == "int16":
         cvt = cdma.D_CVT_CFG
         ints = np.where(raw >= 1 << 15, raw - (1 << 16), raw)[: geom.channels]
@@ -385,7 +395,13 @@ def run_fp16(ctx: OpContext, geom: ConvGeometry) -> np.ndarray:
         x = raw[: geom.channels]
         if cdma.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO:
             x = np.where(is_nan16(x), 0, x)
+    if plan is not None:
+        plan.cube = x  # what a later DATA_REUSE reads
+    return _finish(x, w, geom, atom, ctx)
 
+
+def _finish(x: np.ndarray, w: np.ndarray, geom: ConvGeometry, atom: int, ctx: OpContext) -> np.ndarray:
+    """CSC/CMAC/CACC on the (converted) fp16 cube: FP32 values (C_pad, OH, OW) float32."""
     bits = direct_conv_fp16(x, w, geom)
     out = np.zeros((-(-geom.kernels // atom) * atom, geom.out_height, geom.out_width), dtype=np.uint32)
     out[: geom.kernels] = bits

@@ -1,0 +1,153 @@
+"""fp16 networks: every engine op's register parameters in half precision, with no calibration.
+
+The float graph maps onto the fp16 datapath directly (NVDLA's compiler builds nv_full networks this way):
+
+- conv: the affine chain's per-filter scale is folded into the fp16 weights (BatchNorm costs nothing, as
+  in int8) and its bias is SDP X1's ALU operand; CMAC multiplies fp16, CACC accumulates FP32, SDP adds in
+  FP32 and narrows to fp16 once, at its output;
+- standalone SDP: X1 ALU (bias / scale) then MUL (scale), the order the stage computes in;
+- eltwise add/max on X2's ALU, mul on X2's MUL (the other fp16 cube read element by element); PReLU on
+  X2's MUL; ReLU where the chain has it;
+- average pooling: FP17 reciprocals 1/kw and gain/kh (``gain``: the share of a multi-pass global average),
+  zero pad values.
+
+Sigmoid/tanh and LRN run on the CPU (lowering keeps the LUTs for int8). A value fp16 cannot hold (a weight
+or bias beyond 65504 after folding) is refused naming the layer.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from compiler.hwparams import ALU_MAX, ALU_SUM, ConvParams, PdpParams, SdpParams, TensorOperand, XStage
+from compiler.ir import Graph, Node
+from compiler.passes import CompileContext
+from compiler.postops import Affine, Eltwise, PRelu, Relu
+from golden import fp
+
+#: FP16 bit pattern of 1.0.
+ONE = 0x3C00
+
+
+def f16_bits(values, what: str) -> np.ndarray:
+    """fp16 bit patterns (int64) of float values, round to nearest even; raises naming ``what`` when a value
+    is beyond fp16's range."""
+    v = np.asarray(values, dtype=np.float64)
+    h = v.astype(np.float16)
+    if not np.all(np.isfinite(h)):
+        worst = float(np.max(np.abs(v)))
+        raise OverflowError(f"{what} reaches {worst:g}, beyond fp16's 65504")
+    return h.view(np.uint16).astype(np.int64)
+
+
+def fp17_bits(value: float) -> int:
+    """The FP17 pattern (sign, 6-bit exponent, 10-bit mantissa) PDP's reciprocal registers take."""
+    f32 = np.array([value], dtype=np.float32).view(np.uint32).astype(np.int64)
+    return int(fp.fp32_to_fp17(f32)[0])
+
+
+def _operand(bits: np.ndarray):
+    """A register operand when every channel has the same pattern, else the per-channel array."""
+    return int(bits[0]) if bits.size and np.all(bits == bits[0]) else bits
+
+
+def _chain(post) -> tuple[np.ndarray | None, np.ndarray | None, bool, Eltwise | None, Relu | PRelu | None]:
+    """(scale, bias, ReLU in X1, eltwise, activation in X2) of a post-op chain; scale/bias None without an
+    affine."""
+    gamma = beta = None
+    relu1, elt, act2 = False, None, None
+    for p in post:
+        match p:
+            case Affine(scale=scale, bias=bias):
+                g, b = np.asarray(scale, dtype=np.float64), np.asarray(bias, dtype=np.float64)
+                gamma, beta = (g, b) if gamma is None else (gamma * g, beta * g + b)
+            case Relu(slot=1):
+                relu1 = True
+            case Relu() | PRelu():
+                act2 = p
+            case Eltwise():
+                elt = p
+    return gamma, beta, relu1, elt, act2
+
+
+def _x2(elt: Eltwise | None, act2, c: int) -> XStage:
+    x2 = XStage()
+    if elt is None and act2 is None:
+        return x2
+    x2.bypass = False
+    if elt is not None and elt.kind in ("add", "max"):
+        x2.alu_bypass, x2.alu_algo, x2.alu_operand = False, ALU_SUM if elt.kind == "add" else ALU_MAX, \
+            TensorOperand(elt.tensor)
+    elif elt is not None:
+        x2.mul_bypass, x2.mul_operand = False, TensorOperand(elt.tensor)
+    if isinstance(act2, Relu):
+        x2.relu_bypass = False
+    elif isinstance(act2, PRelu):
+        slope = np.broadcast_to(np.asarray(act2.slope, dtype=np.float64), (c,))
+        x2.mul_bypass, x2.mul_prelu, x2.mul_operand = False, True, _operand(f16_bits(slope, "the PReLU slope"))
+    return x2
+
+
+def conv_params(n: Node) -> tuple[ConvParams, SdpParams]:
+    """fp16 weights (the chain's scale folded in) and the on-the-fly SDP that adds the bias."""
+    w = n.attrs["weight"]
+    k = w.shape[0]
+    gamma, beta, relu1, elt, act2 = _chain(n.attrs["post"])
+    gamma = np.ones(k) if gamma is None else gamma
+    bits = np.empty(w.shape, dtype=np.int64)
+    for k0 in range(0, k, 256):  # float64 temporaries of a block of kernels
+        blk = np.asarray(w[k0:k0 + 256], dtype=np.float64) * gamma[k0:k0 + 256, None, None, None]
+        bits[k0:k0 + 256] = f16_bits(blk, "a weight (times its BatchNorm/scale factor)")
+    pt, pl, _, _ = n.attrs["pads"]
+    conv = ConvParams(weights=bits, stride=tuple(n.attrs["stride"]), dilation=tuple(n.attrs["dilation"]),
+                      pad=(pt, pl), precision="fp16")
+    x1 = XStage(bypass=not relu1, relu_bypass=not relu1)
+    if beta is not None and np.any(beta != 0):
+        x1.bypass, x1.alu_bypass, x1.alu_algo = False, False, ALU_SUM
+        x1.alu_operand = _operand(f16_bits(beta, "the bias"))
+    return conv, SdpParams(x1=x1, x2=_x2(elt, act2, k), precision="fp16")
+
+
+def sdp_params(n: Node, c: int) -> SdpParams:
+    """A standalone SDP: X1 ALU (bias / scale) then X1 MUL (scale), so y = x * scale + bias."""
+    gamma, beta, relu1, elt, act2 = _chain(n.attrs["post"])
+    x1 = XStage(bypass=not relu1, relu_bypass=not relu1)
+    if gamma is not None:
+        if np.any(gamma == 0):
+            raise ValueError("a zero channel scale: fp16 SDP computes (x + bias / scale) * scale")
+        x1.bypass = False
+        if np.any(gamma != 1):
+            x1.mul_bypass, x1.mul_operand = False, _operand(f16_bits(np.broadcast_to(gamma, (c,)), "the scale"))
+        if np.any(beta != 0):
+            x1.alu_bypass, x1.alu_algo = False, ALU_SUM
+            x1.alu_operand = _operand(f16_bits(np.broadcast_to(beta / gamma, (c,)), "bias / scale"))
+    return SdpParams(x1=x1, x2=_x2(elt, act2, c), precision="fp16")
+
+
+def pdp_params(n: Node, kernel, stride, pads) -> PdpParams:
+    """FP17 reciprocals of an fp16 average (max/min pooling ignores them)."""
+    kh, kw = kernel
+    gain = float(n.attrs.get("gain", 1.0))
+    return PdpParams(n.attrs["method"], tuple(kernel), tuple(stride), tuple(pads),
+                     recip_w=fp17_bits(1.0 / kw), recip_h=fp17_bits(gain / kh), precision="fp16")
+
+
+def fp16_params(g: Graph, ctx: CompileContext) -> Graph:
+    """The fp16 counterpart of ``quantize``: register parameters of every engine op, every scale 1."""
+    ctx.scales = {}
+    for n in g.nodes:
+        try:
+            if n.op == "dla.conv":
+                n.attrs["conv"], n.attrs["sdp"] = conv_params(n)
+            elif n.op == "dla.sdp":
+                shape = g.shapes[n.inputs[0]]
+                n.attrs["sdp"] = sdp_params(n, int(shape[1]) if len(shape) >= 2 else int(shape[0]))
+            elif n.op == "dla.pdp":
+                n.attrs["pdp"] = pdp_params(n, n.attrs["kernel"], n.attrs["stride"], n.attrs["pads"])
+                if n.attrs.get("regions"):
+                    n.attrs["pdp_regions"] = [(r, pdp_params(n, r.kernel, r.stride, r.pads))
+                                              for r in n.attrs["regions"]]
+            elif n.op.startswith("dla."):
+                raise ValueError(f"{n.op} has no fp16 program")
+        except (OverflowError, ValueError) as exc:
+            raise g.error(n, f"cannot build fp16 parameters: {exc}") from None
+    return g
