@@ -68,10 +68,12 @@ def pipeline(precision: str) -> list:
     ``passes.fp16`` instead of ``quantize``."""
     if precision == "int8":
         return PIPELINE
+    if precision == "int16":  # calibrated as int8, 16-bit scales
+        return PIPELINE
     if precision == "fp16":
         return [(name, fp16_params) if name == "quantize" else (name, fn) for name, fn in PIPELINE
                 if name not in CALIBRATION_PASSES]
-    raise CompileError("", f"--precision {precision}: not built yet (int8 and fp16 are)")
+    raise CompileError("", f"--precision {precision}: unknown")
 
 
 def default_precision(hw) -> str:
@@ -227,7 +229,7 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
     ctx = CompileContext(hw=hw, quant=quant, calib_method=calib_method, log=log, progress=progress, precision=precision,
                          amax={**model_ranges, **(calib_table or {})}, keep_histograms=histograms,
                          fixed_scales=set(model_ranges) - set(calib_table or {}))
-    if precision == "int8":
+    if precision != "fp16":
         ctx.calib_inputs = calib_inputs if calib_inputs is not None else random_inputs(g, DEFAULT_CALIB_RANDOM)
     pm = PassManager(pipeline(precision), dump_passes, observe)
     g = pm.run(g, ctx)

@@ -45,9 +45,14 @@ MAX_RECIP = 0x1FFFF
 MIN_RANGE = 127.0 * float(np.finfo(np.float32).tiny)
 
 
-def tensor_scales(g: Graph, amax: dict[str, float], fixed: set[str] | frozenset[str] = frozenset()
-                  ) -> dict[str, float]:
-    """Scale of every activation tensor: groups of same-scale tensors take their largest calibrated range."""
+#: The largest magnitude of each integer precision (symmetric: -QMAX .. QMAX).
+QMAX = {"int8": 127, "int16": 32767}
+
+
+def tensor_scales(g: Graph, amax: dict[str, float], fixed: set[str] | frozenset[str] = frozenset(),
+                  qmax: int = 127) -> dict[str, float]:
+    """Scale of every activation tensor: groups of same-scale tensors take their largest calibrated range
+    (over ``qmax``: 127 for int8, 32767 for int16)."""
     uf = UnionFind()
     tensors = set(g.inputs) | {o for n in g.nodes for o in n.outputs} | {i for n in g.nodes for i in n.inputs}
     tensors -= set(g.consts)
@@ -106,7 +111,7 @@ def tensor_scales(g: Graph, amax: dict[str, float], fixed: set[str] | frozenset[
         r = uf.find(t)
         if r not in group_max:
             raise ValueError(f"tensor {t!r} has no calibration range")
-        scales[t] = (group_max[r] if group_max[r] >= MIN_RANGE else reference) / 127.0
+        scales[t] = (group_max[r] if group_max[r] >= MIN_RANGE else reference) / qmax
     return scales
 
 
@@ -259,9 +264,22 @@ def pool_reciprocals(kh: int, kw: int, gain: float) -> tuple[int, int]:
     return rw, rh
 
 
+#: CACC sums in 48 bits and hands SDP 32: CLIP_TRUNCATE drops up to 16 low bits (``conv_datapath``).
+MAX_CLIP_TRUNCATE = 16
+
+
+def clip_truncate(bound: float) -> int:
+    """CACC's CLIP_TRUNCATE for accumulators up to ``bound`` in magnitude: the fewest low bits dropped so they
+    fit its 32-bit output (int8 sums always do: 0; int16 products are 2^30 each)."""
+    t = 0
+    while bound / 2 ** t >= 2 ** 31 and t < MAX_CLIP_TRUNCATE:
+        t += 1
+    return t
+
+
 # ---- the pass ---------------------------------------------------------------------------------------------
 def quantize(g: Graph, ctx: CompileContext) -> Graph:
-    scales = tensor_scales(g, ctx.amax, ctx.fixed_scales)
+    scales = tensor_scales(g, ctx.amax, ctx.fixed_scales, QMAX[ctx.precision])
     ctx.scales = scales
     for n in g.nodes:
         if why := _non_finite_parameters(n):
@@ -274,7 +292,8 @@ def quantize(g: Graph, ctx: CompileContext) -> Graph:
 
 
 def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileContext) -> None:
-    hw = ctx.hw
+    hw, dtype = ctx.hw, ctx.precision
+    qmax = QMAX[dtype]
     if n.op == "dla.conv":
         w = n.attrs["weight"]
         k = w.shape[0]
@@ -282,44 +301,51 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
         if model is not None and np.size(model) == k and np.all(np.asarray(model) > 0):
             sw = np.asarray(model, dtype=np.float64)  # a pre-quantized model's: its int8 weights exactly
         elif ctx.quant == "per-kernel":
-            sw = np.full(k, max(float(w.max()), -float(w.min()), 1e-12) / 127.0)
+            sw = np.full(k, max(float(w.max()), -float(w.min()), 1e-12) / qmax)
         else:
             flat = w.reshape(k, -1)  # (max and -min: no |w| copy of the weights)
             peak = np.maximum(flat.max(axis=1), -flat.min(axis=1)).astype(np.float64)
-            sw = np.maximum(peak, 1e-12) / 127.0
+            sw = np.maximum(peak, 1e-12) / qmax
         # Bias correction: the rounding error of each filter times the mean of its input is a constant
         # offset per output channel that pooling does not average away; fold its expectation into the bias.
         mean = ctx.channel_mean.get(n.inputs[0])
         first = n.attrs["post"][0]
         correct = mean is not None and np.size(mean) == w.shape[1] and isinstance(first, Affine) and model is None
-        wq = np.empty(w.shape, dtype=np.int8)
+        wq = np.empty(w.shape, dtype=np.int8 if dtype == "int8" else np.int16)
         corr = np.zeros(k)
+        total = np.zeros(k)  # sum |q| per kernel: bounds the accumulator
         step = max(1, QUANTIZE_BLOCK // max(1, w[0].size))  # float64 temporaries of a block, not of VGG's FC6
         for k0 in range(0, k, step):
             blk = np.asarray(w[k0:k0 + step], dtype=np.float64)
             s_blk = sw[k0:k0 + step, None, None, None]
-            q = np.clip(np.rint(blk / s_blk), -127, 127)
+            q = np.clip(np.rint(blk / s_blk), -qmax, qmax)
             wq[k0:k0 + step] = q
+            total[k0:k0 + step] = np.abs(q).reshape(len(q), -1).sum(axis=1)
             if correct:
                 corr[k0:k0 + step] = np.einsum("kcrs,c->k", blk - q * s_blk, np.asarray(mean, dtype=np.float64))
         if correct:
             n.attrs["post"][0] = replace(first, bias=first.bias + corr * first.scale)
         pt, pl, _, _ = n.attrs["pads"]
-        n.attrs["conv"] = ConvParams(weights=wq, stride=tuple(n.attrs["stride"]),
-                                     dilation=tuple(n.attrs["dilation"]), pad=(pt, pl))
-        in_scale = scales[n.inputs[0]] * sw
+        # int16: the worst-case sum decides (int8 keeps 0, as NVDLA's compiler does: its sums stay far below 2^31)
+        truncate = clip_truncate(float(total.max(initial=0.0)) * (qmax + 1)) if dtype == "int16" else 0
+        n.attrs["conv"] = ConvParams(weights=wq, stride=tuple(n.attrs["stride"]), dilation=tuple(n.attrs["dilation"]),
+                                     pad=(pt, pl), clip_truncate=truncate, precision=dtype)
+        in_scale = scales[n.inputs[0]] * sw * 2.0 ** truncate
         n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, hw, g.where(n))
+        n.attrs["sdp"].precision = dtype
     elif n.op == "dla.sdp":
         c = _channels(g.shapes[n.inputs[0]])
         in_scale = np.full(c, scales[n.inputs[0]])
         n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, hw, g.where(n))
+        n.attrs["sdp"].precision = dtype
     elif n.op == "dla.pdp":
         gain = float(n.attrs.get("gain", 1.0))  # a padded multi-pass global average (lowering._global_pool)
         gain *= scales[n.inputs[0]] / scales[n.outputs[0]]
 
         def params(kernel, stride, pads) -> PdpParams:
             rw, rh = pool_reciprocals(*kernel, gain)
-            return PdpParams(n.attrs["method"], tuple(kernel), tuple(stride), tuple(pads), recip_w=rw, recip_h=rh)
+            return PdpParams(n.attrs["method"], tuple(kernel), tuple(stride), tuple(pads), recip_w=rw, recip_h=rh,
+                             precision=dtype)
 
         n.attrs["pdp"] = params(n.attrs["kernel"], n.attrs["stride"], n.attrs["pads"])
         if n.attrs.get("regions"):  # an average whose edge windows divide by fewer taps: one pass per region
