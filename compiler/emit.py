@@ -166,7 +166,7 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
     elif n.op == "dla.pdp":
         regions = n.attrs.get("pdp_regions")
         passes = [(src, dst, n.attrs["pdp"])] if not regions else \
-            [(src.window(r.in_rows, r.in_cols, atom), dst.window(r.out_rows, r.out_cols, atom), prm)
+            [(src.window(r.in_rows, r.in_cols, atom * bpe), dst.window(r.out_rows, r.out_cols, atom * bpe), prm)
              for r, prm in regions]
         passes = [(s_cube.surfaces_from(k0, k1 - k0, atom), d_cube.surfaces_from(k0, k1 - k0, atom), prm)
                   for s_cube, d_cube, prm in passes for k0, k1 in channel_groups(src.channels, atom)]

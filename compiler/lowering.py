@@ -34,8 +34,11 @@ def _slot_state(post: list[PostOp]) -> int:
 def _as_post(g: Graph, n: Node, main: str) -> PostOp | None:
     """The post-op form of a canonical node applied to tensor ``main``, or None if SDP cannot do it."""
     c = _channels(g.shapes[main])
-    if n.op == "Relu" or (n.op == "Clip" and n.attrs.get("min") is not None and n.attrs["min"] == 0):
+    if n.op == "Relu":
         return Relu()
+    if n.op == "Clip" and n.attrs.get("min") is not None and n.attrs["min"] == 0:
+        cap = n.attrs.get("max")
+        return Relu(cap=float(cap) if cap is not None else None)
     if n.op == "Clip" and n.attrs.get("min") is None and n.attrs.get("max") is None:
         return Identity()
     if n.op == "PRelu":
@@ -141,6 +144,9 @@ class Lowering:
             fitted = _fit(e.attrs["post"], p, self.ctx.hw, self.ctx.precision)
             if fitted is None:
                 return
+            if self.ctx.precision == "fp16" and any(isinstance(q, Relu) and q.cap is not None
+                                                    for q in e.attrs["post"]):
+                return  # fp16 caps on Y, after the whole chain: nothing may follow a capped ReLU
             if isinstance(p, Eltwise):
                 e.inputs.append(p.tensor)
             e.attrs["post"].append(fitted)

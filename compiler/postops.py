@@ -36,9 +36,17 @@ class Affine(PostOp):
 
 @dataclass(frozen=True, eq=False)
 class Relu(PostOp):
-    """max(x, 0): X1 ReLU, or X2 ReLU after an eltwise."""
+    """max(x, 0): X1 ReLU, or X2 ReLU after an eltwise. ``cap`` (ReLU6, Clip(0, cap)): min(x, cap) after
+    it, on Y's ALU in fp16; int8/int16 networks take it from calibration (the tensor's range saturates there)."""
 
     op: ClassVar[str] = "relu"
+    cap: float | None = None
+
+    def dump_form(self) -> dict[str, Any]:
+        form = super().dump_form()
+        if self.cap is None:
+            del form["cap"]  # dumps of uncapped ReLUs read as they always have
+        return form
 
 
 @dataclass(frozen=True, eq=False)

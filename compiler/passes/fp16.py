@@ -8,6 +8,8 @@ The float graph maps onto the fp16 datapath directly (NVDLA's compiler builds nv
 - standalone SDP: X1 ALU (bias / scale) then MUL (scale), the order the stage computes in;
 - eltwise add/max on X2's ALU, mul on X2's MUL (the other fp16 cube read element by element); PReLU on
   X2's MUL; ReLU where the chain has it;
+- ReLU6 (Clip(0, cap)): min(x, cap) on Y's ALU, its REG operand an fp32 word (lowering fuses nothing
+  after it);
 - average pooling: FP17 reciprocals 1/kw and gain/kh (``gain``: the share of a multi-pass global average),
   zero pad values.
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.hwparams import ALU_MAX, ALU_SUM, ConvParams, PdpParams, SdpParams, TensorOperand, XStage
+from compiler.hwparams import ALU_MAX, ALU_MIN, ALU_SUM, ConvParams, PdpParams, SdpParams, TensorOperand, XStage, YStage
 from compiler.ir import Graph, Node
 from compiler.passes import CompileContext
 from compiler.postops import Affine, Eltwise, PRelu, Relu
@@ -87,6 +89,15 @@ def _x2(elt: Eltwise | None, act2, c: int) -> XStage:
     return x2
 
 
+def _y(post) -> YStage:
+    """Y's ALU as MIN with the smallest ReLU cap of the chain, or bypassed."""
+    caps = [p.cap for p in post if isinstance(p, Relu) and p.cap is not None]
+    if not caps:
+        return YStage()
+    word = int(np.array([min(caps)], dtype=np.float32).view(np.uint32)[0])
+    return YStage(bypass=False, alu_bypass=False, alu_algo=ALU_MIN, alu_operand=word)
+
+
 def conv_params(n: Node) -> tuple[ConvParams, SdpParams]:
     """fp16 weights (the chain's scale folded in) and the on-the-fly SDP that adds the bias."""
     w = n.attrs["weight"]
@@ -104,7 +115,7 @@ def conv_params(n: Node) -> tuple[ConvParams, SdpParams]:
     if beta is not None and np.any(beta != 0):
         x1.bypass, x1.alu_bypass, x1.alu_algo = False, False, ALU_SUM
         x1.alu_operand = _operand(f16_bits(beta, "the bias"))
-    return conv, SdpParams(x1=x1, x2=_x2(elt, act2, k), precision="fp16")
+    return conv, SdpParams(x1=x1, x2=_x2(elt, act2, k), y=_y(n.attrs["post"]), precision="fp16")
 
 
 def sdp_params(n: Node, c: int) -> SdpParams:
@@ -112,15 +123,18 @@ def sdp_params(n: Node, c: int) -> SdpParams:
     gamma, beta, relu1, elt, act2 = _chain(n.attrs["post"])
     x1 = XStage(bypass=not relu1, relu_bypass=not relu1)
     if gamma is not None:
-        if np.any(gamma == 0):
-            raise ValueError("a zero channel scale: fp16 SDP computes (x + bias / scale) * scale")
+        gamma, beta = np.broadcast_to(gamma, (c,)), np.broadcast_to(beta, (c,))
+        zero = gamma == 0  # channels padded in (pad_channels) have scale and bias 0: output 0
+        if np.any(zero & (beta != 0)):
+            raise ValueError("a channel with scale 0 and a bias: fp16 SDP computes (x + bias / scale) * scale")
         x1.bypass = False
         if np.any(gamma != 1):
-            x1.mul_bypass, x1.mul_operand = False, _operand(f16_bits(np.broadcast_to(gamma, (c,)), "the scale"))
+            x1.mul_bypass, x1.mul_operand = False, _operand(f16_bits(gamma, "the scale"))
         if np.any(beta != 0):
             x1.alu_bypass, x1.alu_algo = False, ALU_SUM
-            x1.alu_operand = _operand(f16_bits(np.broadcast_to(beta / gamma, (c,)), "bias / scale"))
-    return SdpParams(x1=x1, x2=_x2(elt, act2, c), precision="fp16")
+            ratio = np.divide(beta, gamma, out=np.zeros(c), where=~zero)
+            x1.alu_operand = _operand(f16_bits(ratio, "bias / scale"))
+    return SdpParams(x1=x1, x2=_x2(elt, act2, c), y=_y(n.attrs["post"]), precision="fp16")
 
 
 def pdp_params(n: Node, kernel, stride, pads) -> PdpParams:

@@ -1,8 +1,9 @@
 """Layer-by-layer differential check of compiled networks.
 
 Each engine op of a compiled network -- its register programs exactly as the loadable holds them, every
-CBUF piece included -- runs alone on a fresh golden ``Dla`` on random int8 inputs, and its output must
-equal the independent reference math (``regressions.reference``) of that layer with the compiler's integer
+CBUF piece included -- runs alone on a fresh golden ``Dla`` on random inputs of the network's precision
+(int8, int16, or fp16 values drawn N(0, 1)), and its output must equal the independent reference math
+(``regressions.reference``; fp16 in exact rational arithmetic) of that layer with the compiler's
 parameters. This checks codegen, relocation, splitting and the golden model against plain math, layer by
 layer, without trusting the rest of the network.
 """
@@ -19,8 +20,12 @@ from golden.layout import read_cube, write_cube
 from golden.lut import LutRegisters
 from regressions.lib.reference import cdp as ref_cdp
 from regressions.lib.reference import conv as ref_conv
+from regressions.lib.reference import conv_fp16 as ref_conv_fp16
 from regressions.lib.reference import pdp as ref_pdp
+from regressions.lib.reference import pdp_fp16 as ref_pdp_fp16
 from regressions.lib.reference import sdp as ref_sdp
+from regressions.lib.reference import sdp_fp16 as ref_sdp_fp16
+from loadable import loadable_pb2 as pb
 from runtime.executor import place_regions, tensor_layout
 from runtime.groups import Groups
 
@@ -53,32 +58,81 @@ def reference_sdp_params(prm, operands: dict[str, np.ndarray]) -> ref_sdp.SdpPar
                              cvt_offset=prm.cvt_offset, cvt_scale=prm.cvt_scale, cvt_shift=prm.cvt_shift)
 
 
+def reference_fp16_params(prm, operands: dict[str, np.ndarray]) -> ref_sdp_fp16.Fp16Params:
+    """The compiler's fp16 SDP parameters as the fp16 reference takes them (Y: its ALU, a ReLU6 cap; the
+    compiler uses no LUT in fp16)."""
+    def x(st) -> ref_sdp_fp16.Fp16XParams:
+        d = {f.name: getattr(st, f.name) for f in dataclasses.fields(ref_sdp_fp16.Fp16XParams)}
+        for key in ("alu_operand", "mul_operand"):
+            if isinstance(d[key], TensorOperand):
+                d[key] = operands[d[key].tensor]
+        return ref_sdp_fp16.Fp16XParams(**d)
+
+    if not prm.y.lut_bypass:
+        raise ValueError("an fp16 SDP with its LUT in use: no reference mapping")
+    y = ref_sdp_fp16.Fp16YParams(**{f.name: getattr(prm.y, f.name) for f in dataclasses.fields(ref_sdp_fp16.Fp16YParams)})
+    return ref_sdp_fp16.Fp16Params(x1=x(prm.x1), x2=x(prm.x2), y=y)
+
+
 def reference(node, inputs: dict[str, np.ndarray], out_shape: tuple[int, int, int], average: str = "cmod"
               ) -> np.ndarray:
-    """The layer's int8 output by the independent reference math; ``average`` is the config's PDP AVERAGE
-    datapath (``HwConfig.pdp_average``: nv_small's RTL keeps narrower intermediates than the cmod, which only
-    shows when a window's result overflows)."""
+    """The layer's output (int8/int16 values, fp16 bit patterns) by the independent reference math;
+    ``average`` is the config's PDP AVERAGE datapath (``HwConfig.pdp_average``: nv_small's RTL keeps narrower
+    intermediates than the cmod, which only shows when a window's result overflows)."""
     x = inputs[node.inputs[0]]
     _, oh, ow = out_shape
     if node.op == "dla.conv":
         conv = node.attrs["conv"]
-        # (int8: the per-tap vectorized form of the same reference sum; tests check it equals the loop)
+        if conv.precision == "fp16":
+            acc = ref_conv_fp16.direct_conv_fp16(x, conv.weights, stride=conv.stride, dilation=conv.dilation,
+                                                 pad=conv.pad, pad_value=conv.pad_value, out_hw=(oh, ow))
+            return ref_sdp_fp16.sdp_fp16(acc, reference_fp16_params(node.attrs["sdp"], inputs), fp32_input=True)
+        # (the per-tap vectorized form of the same reference sum; tests check it equals the loop)
         acc = ref_conv.direct_conv_int8_vectorized(x, conv.weights.astype(np.int64), stride=conv.stride,
                                                    dilation=conv.dilation, pad=conv.pad, pad_value=conv.pad_value,
-                                                   out_hw=(oh, ow), clip_truncate=conv.clip_truncate)
-        return ref_sdp.sdp(acc, reference_sdp_params(node.attrs["sdp"], inputs))
+                                                   out_hw=(oh, ow), clip_truncate=conv.clip_truncate,
+                                                   precision=conv.precision)
+        return ref_sdp.sdp(acc, reference_sdp_params(node.attrs["sdp"], inputs), out_bits=_BITS[conv.precision])
     if node.op == "dla.sdp":
-        return ref_sdp.sdp(x, reference_sdp_params(node.attrs["sdp"], inputs))
+        prm = node.attrs["sdp"]
+        if prm.precision == "fp16":
+            return ref_sdp_fp16.sdp_fp16(x, reference_fp16_params(prm, inputs))
+        return ref_sdp.sdp(x, reference_sdp_params(prm, inputs), out_bits=_BITS[prm.precision])
+    if node.op == "dla.pdp" and node.attrs.get("pdp_regions"):  # one pass per region, each written in place
+        out = np.zeros((x.shape[0], oh, ow), dtype=np.int64)
+        for r, prm in node.attrs["pdp_regions"]:
+            (i0, i1), (j0, j1), (o0, o1), (p0, p1) = r.in_rows, r.in_cols, r.out_rows, r.out_cols
+            one = dataclasses.replace(node, attrs={"pdp": prm})
+            out[:, o0:o1, p0:p1] = reference(one, {node.inputs[0]: x[:, i0:i1, j0:j1]}, (x.shape[0], o1 - o0, p1 - p0),
+                                             average)
+        return out
     if node.op == "dla.pdp":
         p = node.attrs["pdp"]
+        if p.precision == "fp16":
+            return ref_pdp_fp16.pool_fp16(x, method=p.method, kernel=p.kernel, stride=p.stride, pad=p.pad,
+                                          pad_values=p.pad_values, recip_w=p.recip_w, recip_h=p.recip_h,
+                                          out_hw=(oh, ow))
         return ref_pdp.pool(x, method=p.method, kernel=p.kernel, stride=p.stride, pad=p.pad,
                             pad_values=p.pad_values, recip_w=p.recip_w, recip_h=p.recip_h, out_hw=(oh, ow),
-                            average=average)
+                            average=average, precision=p.precision)
     if node.op == "dla.cdp":
         p = node.attrs["cdp"]
         fields = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name != "lut"}
         return ref_cdp.lrn(x, lut=p.lut, **fields)
     raise ValueError(f"no reference for {node.op}")
+
+
+#: Output bits of the integer precisions (the SDP reference's ``out_bits``).
+_BITS = {"int8": 8, "int16": 16}
+
+
+def random_feature(rng: np.random.Generator, dtype: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Random elements of a FEATURE dtype: int8/int16 over their whole range, fp16 bit patterns of N(0, 1)
+    values (finite, as a network's are)."""
+    if dtype == pb.Tensor.FP16:
+        return rng.standard_normal(shape).astype(np.float16).view(np.uint16).astype(np.int64)
+    bits = 16 if dtype == pb.Tensor.INT16 else 8
+    return rng.integers(-(1 << (bits - 1)), 1 << (bits - 1), size=shape)
 
 
 def replay_layer(ld, node, hw, rng: np.random.Generator) -> LayerResult:
@@ -94,7 +148,7 @@ def replay_layer(ld, node, hw, rng: np.random.Generator) -> LayerResult:
         t = tensors[name]
         lay = tensor_layout(t)
         vals = np.zeros((lay.padded_channels, t.height, t.width), dtype=np.int64)
-        vals[:t.channels] = rng.integers(-128, 128, size=(t.channels, t.height, t.width))
+        vals[:t.channels] = random_feature(rng, t.dtype, (t.channels, t.height, t.width))
         write_cube(dla.mem.dram, place.address(t.region, t.offset), lay, vals)
         inputs[name] = vals[:t.channels]
     ops = [op for task in ld.tasks if task.WhichOneof("kind") == "dla" for op in task.dla.ops
@@ -114,7 +168,8 @@ def replay_layer(ld, node, hw, rng: np.random.Generator) -> LayerResult:
             dla.write_reg(w.addr, value)
         groups.started(armed)
     out = tensors[node.outputs[0]]
-    got = read_cube(dla.mem.dram, place.address(out.region, out.offset), tensor_layout(out))[:out.channels]
+    got = read_cube(dla.mem.dram, place.address(out.region, out.offset), tensor_layout(out),
+                    signed=out.dtype != pb.Tensor.FP16)[:out.channels]
     want = reference(node, inputs, (out.channels, out.height, out.width), hw.pdp_average)
     bad = int(np.count_nonzero(got != want))
     return LayerResult(node.name, node.op, bad == 0, bad, int(want.size))

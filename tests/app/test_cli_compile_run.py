@@ -49,10 +49,10 @@ def stub_compiler(monkeypatch):
 
     def compile_model(model, *, weights, config, calib_images=None, calib_random=None, calib_table=None,
                       quant="per-filter", calib_method="minmax", dump_passes=None, log=print,
-                      progress=lambda step: None, quant_report=None, calibration=None):
+                      progress=lambda step: None, quant_report=None, calibration=None, precision=None):
         calls.append(dict(model=model, weights=weights, config=config, calib_images=calib_images,
                           calib_random=calib_random, calib_table=calib_table, quant=quant, dump_passes=dump_passes,
-                          calib_method=calib_method, quant_report=quant_report))
+                          calib_method=calib_method, quant_report=quant_report, precision=precision))
         log("stub: compiling")
         result = module.result()  # type: ignore[attr-defined]
         if isinstance(result, Exception):

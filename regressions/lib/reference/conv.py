@@ -103,10 +103,13 @@ def direct_conv(
 
 def direct_conv_int8_vectorized(x, w, *, stride: tuple[int, int] = (1, 1), dilation: tuple[int, int] = (1, 1),
                                 pad: tuple[int, int] = (0, 0), pad_value: int = 0, out_hw: tuple[int, int],
-                                clip_truncate: int = 0) -> np.ndarray:
-    """``direct_conv`` for int8, the same formula summed per tap with numpy int64 products instead of one
-    Python multiply per MAC (full-size layers: a ResNet-50 conv is 10^8 MACs). Exact: int8 sums stay far below
-    2^47, so the one saturation at the end is the CACC's. ``tests`` check it equals ``direct_conv``."""
+                                clip_truncate: int = 0, precision: str = "int8") -> np.ndarray:
+    """``direct_conv`` for int8 (or int16), the same formula summed per tap with numpy int64 products instead
+    of one Python multiply per MAC (full-size layers: a ResNet-50 conv is 10^8 MACs). Exact while no partial
+    sum reaches 2^47 (int8 never does; int16 below 2^17 products per output): the one saturation at the end is
+    then the CACC's. ``tests`` check it equals ``direct_conv``."""
+    if precision not in ("int8", "int16"):
+        raise ValueError(f"precision {precision!r}: int8 or int16")
     data = np.asarray(x, dtype=np.int64)
     weights = np.asarray(w, dtype=np.int64)
     channels, height, width = data.shape
@@ -115,7 +118,7 @@ def direct_conv_int8_vectorized(x, w, *, stride: tuple[int, int] = (1, 1), dilat
         raise ValueError(f"weight channels {w_channels} != input channels {channels}")
     (sy, sx), (dy, dx), (pt, pl), (oh, ow) = stride, dilation, pad, out_hw
     clip_truncate = check_unsigned("clip_truncate", clip_truncate, 5)
-    pad_byte = sign_extend(pad_value, 8)
+    pad_byte = sign_extend(pad_value, 8 if precision == "int8" else 16)
     span_h, span_w = (oh - 1) * sy + (kernel_h - 1) * dy + 1, (ow - 1) * sx + (kernel_w - 1) * dx + 1
     plane = np.full((channels, max(span_h, pt + height), max(span_w, pl + width)), pad_byte, dtype=np.int64)
     plane[:, pt:pt + height, pl:pl + width] = data
