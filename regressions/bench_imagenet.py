@@ -1,5 +1,6 @@
 """``make bench`` section ``imagenet``: compile time and peak memory of the classic ImageNet networks, and the
-golden model's seconds per ResNet-50 input (issue 17).
+golden model's seconds per ResNet-50 input (issue 17), also compiled in fp16 for nv_full (issue 18: reported,
+no target).
 
 Each measurement runs in a child process (``python -m regressions.bench_imagenet compile|run ...``) so its
 peak RSS is its own (the bench process's high-water mark only grows) and it includes loading the ONNX file but
@@ -40,14 +41,15 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def child_compile(model: Path, config: str, out: Path | None) -> dict:
+def child_compile(model: Path, config: str, out: Path | None, precision: str = "int8") -> dict:
     from compiler.driver import compile_graph, random_inputs
     from compiler.frontend import onnx as onnx_frontend
     from loadable.format import write_loadable
 
     t0 = time.perf_counter()
     g = onnx_frontend.load(model)
-    ld, _, _ = compile_graph(g, config, calib_inputs=random_inputs(g, CALIBRATION))
+    calib = random_inputs(g, CALIBRATION) if precision != "fp16" else None
+    ld, _, _ = compile_graph(g, config, calib_inputs=calib, precision=precision)
     seconds = time.perf_counter() - t0
     if out is not None:
         write_loadable(out, ld)
@@ -101,6 +103,14 @@ def measure(names: list[str], configs: tuple[str, ...], width: float, run_inputs
                     r = _child(["run", str(out), str(run_inputs)])
                     results[f"golden_resnet50_seconds_per_input_{cfg}"] = r["seconds_per_input"]
                     say(f"  resnet50 {cfg}: golden {r['seconds_per_input']:.2f} s per input")
+            if name == "resnet50" and run_inputs and "nv_full" in configs:
+                out = Path(tmp) / f"{name}.nv_full.fp16.dla"
+                c = _child(["compile", str(path), "nv_full", str(out), "fp16"])
+                r = _child(["run", str(out), str(run_inputs)])
+                results["compile_resnet50_fp16_seconds_nv_full"] = c["seconds"]
+                results["golden_resnet50_fp16_seconds_per_input_nv_full"] = r["seconds_per_input"]
+                say(f"  resnet50 nv_full fp16: compile {c['seconds']:.2f} s, golden {r['seconds_per_input']:.2f} s "
+                    f"per input")
             if name in ("resnet50", "squeezenet"):
                 results[f"compile_peak_rss_mb_{name}"] = max(v["peak_rss_mb"] for v in row.values())
             if name == "resnet50":
@@ -110,7 +120,8 @@ def measure(names: list[str], configs: tuple[str, ...], width: float, run_inputs
 
 def main(argv: list[str]) -> int:
     if argv[0] == "compile":
-        out = json.dumps(child_compile(Path(argv[1]), argv[2], Path(argv[3]) if len(argv) > 3 else None))
+        out = json.dumps(child_compile(Path(argv[1]), argv[2], Path(argv[3]) if len(argv) > 3 else None,
+                                       argv[4] if len(argv) > 4 else "int8"))
     elif argv[0] == "run":
         out = json.dumps(child_run(Path(argv[1]), int(argv[2])))
     else:

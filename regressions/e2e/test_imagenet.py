@@ -29,7 +29,7 @@ pytest.importorskip("onnxruntime")
 
 from compiler.driver import compile_graph, random_inputs  # noqa: E402
 from compiler.frontend import onnx as onnx_frontend  # noqa: E402
-from regressions.e2e.layers import replay_all  # noqa: E402
+from regressions.lib.layer_replay import replay_all  # noqa: E402
 from regressions.lib.float_reference import session  # noqa: E402
 from regressions.lib.zoo.imagenet import IMAGENET, without_softmax  # noqa: E402
 from runtime.executor import Network  # noqa: E402

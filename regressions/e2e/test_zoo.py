@@ -21,7 +21,7 @@ onnxruntime = pytest.importorskip("onnxruntime")
 from compiler.driver import compile_graph  # noqa: E402
 from compiler.frontend import caffe as caffe_frontend  # noqa: E402
 from compiler.frontend import onnx as onnx_frontend  # noqa: E402
-from regressions.e2e.layers import replay_all  # noqa: E402
+from regressions.lib.layer_replay import replay_all  # noqa: E402
 from regressions.lib.float_reference import session  # noqa: E402
 from regressions.lib.zoo import ZOO  # noqa: E402
 from regressions.lib.zoo.to_caffe import to_caffe  # noqa: E402

@@ -52,7 +52,8 @@ def stub_compiler(monkeypatch):
                       progress=lambda step: None, quant_report=None, calibration=None, precision=None):
         calls.append(dict(model=model, weights=weights, config=config, calib_images=calib_images,
                           calib_random=calib_random, calib_table=calib_table, quant=quant, dump_passes=dump_passes,
-                          calib_method=calib_method, quant_report=quant_report, precision=precision))
+                          calib_method=calib_method, quant_report=quant_report,
+                          **({"precision": precision} if precision is not None else {})))
         log("stub: compiling")
         result = module.result()  # type: ignore[attr-defined]
         if isinstance(result, Exception):
@@ -101,6 +102,21 @@ def test_compile_writes_loadable_and_prints_summary(stub_compiler, model, tmp_pa
     assert ("3 tasks (2 DLA, 1 CPU), 2 DLA operations (88 register writes) and 1 CPU operation (Softmax); "
             "0 weight bytes; activations 256 bytes planned peak vs 256 unshared") in summary
     assert f"Wrote {out}." in summary
+
+
+def test_compile_passes_the_precision_and_its_nvdla_alias(stub_compiler, model, tmp_path):
+    for option in ("--precision", "--cprecision"):
+        assert main(["compile", str(model), "--config", "nv_full", "-o", str(tmp_path / "n.dla"), option, "fp16"]) == 0
+        assert stub_compiler.calls[-1]["precision"] == "fp16"
+
+
+def test_fp16_with_calibration_options_is_one_line_exit_2(stub_compiler, model, tmp_path, capsys):
+    out = tmp_path / "n.dla"
+    rc = main(["compile", str(model), "--config", "nv_full", "-o", str(out), "--precision", "fp16",
+               "--calib-random", "4"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and not out.exists() and not stub_compiler.calls
+    assert err == "dla: --calib-random: an fp16 network is not calibrated (drop it, or --precision int8)"
 
 
 def test_compile_with_emit_trace_then_dla_trace_passes(stub_compiler, model, tmp_path, x_npy, capsys):

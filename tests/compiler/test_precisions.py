@@ -3,7 +3,7 @@
 Checked against independent references: onnxruntime's float execution of the same model (cosine of the
 logits: fp16 >= 0.9999, int16 >= 0.999, the issue's targets), and, layer by layer, each engine op's register
 programs run alone on golden against the plain reference math with the compiler's parameters
-(``regressions.e2e.layers``: fp16 in exact rational arithmetic), bit for bit."""
+(``regressions.lib.layer_replay``: fp16 in exact rational arithmetic), bit for bit."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,7 +16,7 @@ from compiler.errors import CompileError
 from compiler.frontend import onnx as onnx_frontend
 from golden.config import get_config
 from loadable import loadable_pb2 as pb
-from regressions.e2e.layers import replay_all
+from regressions.lib.layer_replay import replay_all
 from regressions.lib.zoo import ZOO
 from runtime.executor import Network
 from tests.compiler.helpers import one_line_error
