@@ -25,7 +25,7 @@ from regressions.lib.zoo.models import lenet, poolnet
 from runtime.executor import Network
 from runtime.profile import Profile
 from tb.duts import BUILTIN_DUT, dut_from_env
-from tb.engines import DutCapabilities
+from tb.engines import CFGROM_TYPE_BITS, DutCapabilities
 from tb.network import MissingEngineError, describe_missing, plan_split
 from tb.runner import SimulatorUnavailable, simulator_version
 
@@ -92,6 +92,22 @@ def test_split_from_cfgrom_names_task_op_and_engine():
     # a DUT with every engine runs everything
     full = DutCapabilities(RTL_UNITS | {"CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"}, frozenset({"SDP_BS", "SDP_BN"}))
     assert plan_split(net, full, None, "x").on_fallback == {}
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int16"])
+def test_a_16_bit_network_is_refused_by_the_cfgrom_check_naming_its_data_type(precision):
+    """rtl/ has PDP and SDP in int8 only: a 16-bit network's pooling and SDP operations name the type they
+    need (``dla run --target`` then exits 2 before simulating, as for a missing engine)."""
+    msg, _, _ = compile_graph(onnx_frontend.load(poolnet(0)), "nv_full", precision=precision)
+    net = Network(msg)
+    int8 = CFGROM_TYPE_BITS["int8"]  # what rtl/'s FEATURE_TYPES words say (the probe's answer, as dla run reads it)
+    caps = DutCapabilities(RTL_UNITS, frozenset({"SDP_BS", "SDP_BN"}),
+                           {f"CFGROM_{u}_BASE_FEATURE_TYPES": int8 for u in ("SDP", "PDP", "SDP_RDMA", "PDP_RDMA")})
+    with pytest.raises(MissingEngineError) as err:
+        plan_split(net, caps, None, "rtl/")
+    assert f":{precision} not in DUT" in str(err.value)
+    split = plan_split(net, caps, "golden", "rtl/")
+    assert len(split.on_fallback) == sum(1 for _ in net.dla_ops())  # every op needs the 16-bit datapath
 
 
 # ---- on the simulators -------------------------------------------------------------------------------------
