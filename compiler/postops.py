@@ -79,3 +79,35 @@ class Lut(PostOp):
 
     op: ClassVar[str] = "lut"
     fn: Literal["sigmoid", "tanh"]
+
+
+@dataclass
+class Chain:
+    """A post-op chain by datapath stage: the composed affine (None without one), X1's ReLU, X2's eltwise and
+    activation, Y's LUT. What every precision's parameter builder reads."""
+
+    scale: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    relu1: bool = False
+    eltwise: Eltwise | None = None
+    act2: Relu | PRelu | None = None
+    lut: Lut | None = None
+
+
+def by_stage(post: list[PostOp]) -> Chain:
+    """Decompose a fitted chain (affines compose: y = (x * g1 + b1) * g2 + b2)."""
+    ch = Chain()
+    for p in post:
+        match p:
+            case Affine(scale=scale, bias=bias):
+                g, b = np.asarray(scale, dtype=np.float64), np.asarray(bias, dtype=np.float64)
+                ch.scale, ch.bias = (g, b) if ch.scale is None else (ch.scale * g, ch.bias * g + b)
+            case Relu(slot=1):
+                ch.relu1 = True
+            case Relu() | PRelu():
+                ch.act2 = p
+            case Eltwise():
+                ch.eltwise = p
+            case Lut():
+                ch.lut = p
+    return ch

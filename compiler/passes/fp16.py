@@ -23,7 +23,7 @@ import numpy as np
 from compiler.hwparams import ALU_MAX, ALU_MIN, ALU_SUM, ConvParams, PdpParams, SdpParams, TensorOperand, XStage, YStage
 from compiler.ir import Graph, Node
 from compiler.passes import CompileContext
-from compiler.postops import Affine, Eltwise, PRelu, Relu
+from compiler.postops import Eltwise, PRelu, Relu, by_stage
 from golden import fp
 
 #: FP16 bit pattern of 1.0.
@@ -55,20 +55,8 @@ def _operand(bits: np.ndarray):
 def _chain(post) -> tuple[np.ndarray | None, np.ndarray | None, bool, Eltwise | None, Relu | PRelu | None]:
     """(scale, bias, ReLU in X1, eltwise, activation in X2) of a post-op chain; scale/bias None without an
     affine."""
-    gamma = beta = None
-    relu1, elt, act2 = False, None, None
-    for p in post:
-        match p:
-            case Affine(scale=scale, bias=bias):
-                g, b = np.asarray(scale, dtype=np.float64), np.asarray(bias, dtype=np.float64)
-                gamma, beta = (g, b) if gamma is None else (gamma * g, beta * g + b)
-            case Relu(slot=1):
-                relu1 = True
-            case Relu() | PRelu():
-                act2 = p
-            case Eltwise():
-                elt = p
-    return gamma, beta, relu1, elt, act2
+    ch = by_stage(post)
+    return ch.scale, ch.bias, ch.relu1, ch.eltwise, ch.act2
 
 
 def _x2(elt: Eltwise | None, act2, c: int) -> XStage:

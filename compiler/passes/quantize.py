@@ -24,7 +24,7 @@ from compiler.hwparams import (
 )
 from compiler.ir import Graph, Node
 from compiler.passes import CompileContext
-from compiler.postops import Affine, Eltwise, Lut, PostOp, PRelu, Relu
+from compiler.postops import Affine, PostOp, PRelu, Relu, by_stage
 from compiler.unionfind import UnionFind
 
 #: Extra fraction bits of the internal SDP scale below the output scale (precision headroom).
@@ -157,23 +157,10 @@ def sdp_params(post: list[PostOp], in_scale: np.ndarray, out_scale: float, scale
                where: str) -> SdpParams:
     """Integer SDP parameters for a post-op chain on an input whose channel k has real = in_scale[k] * v."""
     k = in_scale.size
-    gamma, beta = np.ones(k), np.zeros(k)
-    relu1 = False
-    elt: Eltwise | None = None
-    act2: Relu | PRelu | None = None
-    lut: Lut | None = None
-    for p in post:
-        match p:
-            case Affine(scale=scale, bias=bias):
-                gamma, beta = gamma * scale, beta * scale + bias
-            case Relu(slot=1):
-                relu1 = True
-            case Relu() | PRelu():
-                act2 = p
-            case Eltwise():
-                elt = p
-            case Lut():
-                lut = p
+    ch = by_stage(post)
+    gamma = np.ones(k) if ch.scale is None else np.broadcast_to(ch.scale, (k,))
+    beta = np.zeros(k) if ch.bias is None else np.broadcast_to(ch.bias, (k,))
+    relu1, elt, act2, lut = ch.relu1, ch.eltwise, ch.act2, ch.lut
     gamma = np.where(gamma == 0, 1e-12, gamma)
     prm = SdpParams()
 
