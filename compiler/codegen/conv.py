@@ -3,17 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.codegen.program import Cube, OperandPlacement, pointers
+from compiler.codegen.program import PRECISION_CODES, Cube, OperandPlacement, pointers
 from golden.program import Loc, RegProgram
 from compiler.codegen.sdp import emit_sdp, sdp_enables
 from golden.config import BYTES_PER_ELEMENT, HwConfig
 from golden.dma import CONV_UNITS
 from golden.engines.conv_datapath import cbuf_geometry, entries_per_slice
 
-
-
-#: ``*_PRECISION`` / ``D_DATA_FORMAT`` encodings of the conv units and SDP.
-PRECISION_CODES = {"int8": 0, "int16": 1, "fp16": 2}
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,10 @@ class OperandPlacement:
     surface_stride: int = 0
 
 
+#: ``*_PRECISION`` / ``D_DATA_FORMAT`` encodings of the data types, the same in every unit.
+PRECISION_CODES = {"int8": 0, "int16": 1, "fp16": 2}
+
+
 def u32(v: int) -> int:
     return int(v) & 0xFFFFFFFF
 

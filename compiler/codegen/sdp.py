@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.codegen.lut import emit_lut
-from compiler.codegen.program import Cube, OperandPlacement, pointers, u32
+from compiler.codegen.program import PRECISION_CODES, Cube, OperandPlacement, pointers, u32
 from golden.program import RegProgram
 
 STAGES = (("x1", "BS", "B"), ("x2", "BN", "N"), ("y", "EW", "E"))
@@ -50,7 +50,7 @@ def emit_sdp(p: RegProgram, src: Cube | None, dst: Cube, prm, operands: dict[str
         p.reg("SDP_RDMA", "D_SRC_LINE_STRIDE", src.line_stride)
         p.reg("SDP_RDMA", "D_SRC_SURFACE_STRIDE", src.surface_stride)
         p.reg("SDP_RDMA", "D_SRC_DMA_CFG", SRC_RAM_TYPE=ram_type)
-    code = {"int8": 0, "int16": 1, "fp16": 2}[getattr(prm, "precision", "int8")]
+    code = PRECISION_CODES[getattr(prm, "precision", "int8")]
     if needs_rdma:
         p.reg("SDP_RDMA", "D_FEATURE_MODE_CFG", FLYING_MODE=int(flying), IN_PRECISION=code, PROC_PRECISION=code,
               OUT_PRECISION=code)

@@ -7,14 +7,14 @@ holds fp16 entries and slope scales with fp32 START/END. Memory operands are 2-b
 from __future__ import annotations
 
 from compiler.codegen.lut import emit_lut
-from compiler.codegen.program import Cube, OperandPlacement, pointers, u32
+from compiler.codegen.program import PRECISION_CODES, Cube, OperandPlacement, pointers, u32
 from compiler.codegen.sdp import is_reg_operand, stage_mem_use
 from golden.program import RegProgram
 
 #: (parameter stage, register prefix, operand DMA prefix)
 FP16_STAGES = (("x1", "BS", "B"), ("x2", "BN", "N"), ("y", "EW", "E"))
 #: ``D_DATA_FORMAT`` / ``*_PRECISION`` encodings.
-PRECISION = {"int8": 0, "int16": 1, "fp16": 2}
+PRECISION = PRECISION_CODES
 _DATA_USE = {"mul": 0, "alu": 1, "both": 2}
 
 

@@ -10,13 +10,13 @@ from typing import Sequence
 
 from compiler.codegen.cdp import emit_cdp
 from compiler.codegen.pdp import emit_pdp
-from compiler.codegen.program import Cube
+from compiler.codegen.program import PRECISION_CODES, Cube
 from compiler.hwparams import PdpParams
 from golden.program import RegProgram, RegWrite
 from golden.regs import UNITS
 
 #: ``D_DATA_FORMAT`` encodings.
-PRECISION = {"int8": 0, "int16": 1, "fp16": 2}
+PRECISION = PRECISION_CODES
 #: The firmware's 1/kernel reciprocals (``kmd/firmware/pdp.c``): 0.16 fixed point, and FP17 for fp16.
 RECIP_INT = (0x10000, 0x8000, 0x5555, 0x4000, 0x3333, 0x2AAA, 0x2492, 0x2000)
 RECIP_FP17 = (0x7C00, 0x7800, 0x7555, 0x7400, 0x7266, 0x7155, 0x7092, 0x7000)
