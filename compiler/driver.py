@@ -15,6 +15,7 @@ import numpy as np
 from compiler.calib_range import METHODS
 from compiler.errors import CompileError
 from compiler.frontend import load_model
+from compiler import model_scales
 from compiler.ir import Graph
 from compiler.passes import PRECISIONS, CompileContext, PassManager
 from compiler.passes.calibrate import calibrate
@@ -225,6 +226,7 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
     if precision != "int8" and g.quant_scales:
         raise CompileError(g.source, f"--precision {precision}: the model is quantized to int8 (its QuantizeLinear "
                                      "or QLinear ops); compile it in int8")
+    model_scales.propagate(g)
     model_ranges = {t: 127.0 * s for t, s in g.quant_scales.items()}  # a pre-quantized model's scales
     ctx = CompileContext(hw=hw, quant=quant, calib_method=calib_method, log=log, progress=progress, precision=precision,
                          amax={**model_ranges, **(calib_table or {})}, keep_histograms=histograms,

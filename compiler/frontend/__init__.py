@@ -1,5 +1,5 @@
-"""Model frontends: Caffe (prototxt + caffemodel), ONNX, Keras (.h5) and PNNX (.param + .bin), each producing a
-``compiler.ir.Graph``."""
+"""Model frontends: Caffe (prototxt + caffemodel), ONNX, Keras (.h5), PNNX (.param + .bin) and TFLite
+(.tflite), each producing a ``compiler.ir.Graph``."""
 from __future__ import annotations
 
 import importlib
@@ -16,6 +16,7 @@ FRONTENDS: dict[str, tuple[str, str | None]] = {
     ".h5": ("keras_h5", None),
     ".hdf5": ("keras_h5", None),
     ".param": ("pnnx", "its .bin, when not beside the .param"),
+    ".tflite": ("tflite", None),
 }
 
 

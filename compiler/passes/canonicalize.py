@@ -1,4 +1,5 @@
-"""Canonicalize: drop identities, name flattening reshapes Flatten, merge chained per-channel affines."""
+"""Canonicalize: drop identities, name flattening reshapes Flatten, merge chained per-channel affines, and run a
+pre-quantized model's narrowing means as convolutions."""
 from __future__ import annotations
 
 import numpy as np
@@ -63,5 +64,35 @@ def canonicalize(g: Graph, ctx: CompileContext) -> Graph:
             g.remove(prod)
             changed = True
             break
+    _means_as_convs(g)
     g.prune()
     return g
+
+
+#: Weight bytes (C x C x H x W once block-diagonal) up to which a narrowing mean runs on the convolution pipe.
+MEAN_CONV_BYTES = 1 << 22
+
+
+def _means_as_convs(g: Graph) -> None:
+    """A pre-quantized model's global average whose output scale is finer than its input's (TFLite's MEAN,
+    onnxruntime's QLinearGlobalAveragePool) rounds and saturates once, at the model's scale. PDP's average
+    stores its low byte without saturating, so it needs a coarser grid there; a depthwise convolution of ones
+    (int8 weight 1 at scale 1/(H*W)) sums on CMAC and SDP requantizes with saturation, as the model does.
+    Same float values, so the IR's meaning is unchanged; bounded by ``MEAN_CONV_BYTES`` of weights."""
+    for n in g.nodes:
+        if n.op != "GlobalAveragePool":
+            continue
+        x, y = n.inputs[0], n.outputs[0]
+        s_in, s_out = g.quant_scales.get(x), g.quant_scales.get(y)
+        shape = g.shapes[x]
+        if s_in is None or s_out is None or s_out >= s_in or len(shape) != 4:
+            continue
+        _, c, h, w = shape
+        if c * c * h * w > MEAN_CONV_BYTES:
+            continue
+        wname = g.fresh(n.name + "_ones")
+        g.consts[wname] = np.full((c, 1, h, w), 1.0 / (h * w), dtype=np.float32)
+        g.shapes[wname] = (c, 1, h, w)
+        n.op, n.inputs = "Conv", [x, wname]
+        n.attrs = {"strides": (1, 1), "pads": (0, 0, 0, 0), "dilations": (1, 1), "group": c,
+                   "weight_scale": np.full(c, 1.0 / (h * w))}

@@ -199,9 +199,12 @@ def _widen_conv(g: Graph, n: Node, src: Layout | None, dst: Layout | None) -> No
         out = np.zeros((phys, *w.shape[1:]), dtype=w.dtype)
         out[idx] = w
         w = out
-        if "weight_scale" in n.attrs:  # a pre-quantized model's per-filter scales: the zero kernels take 1
-            scale = np.ones(phys)
-            scale[idx] = n.attrs["weight_scale"]
+        if "weight_scale" in n.attrs:  # a pre-quantized model's per-filter scales. The zero kernels take the
+            # real ones' smallest: any scale computes their 0, but one far from the others' would set the SDP
+            # multipliers' shared shift and cost the real channels their precision.
+            real = np.asarray(n.attrs["weight_scale"], dtype=np.float64)
+            scale = np.full(phys, float(real.min()) if real.size else 1.0)
+            scale[idx] = real
             n.attrs["weight_scale"] = scale
         if len(n.inputs) > 2 and n.inputs[2]:
             n.inputs[2] = _widen_const(g, n.inputs[2], dst)

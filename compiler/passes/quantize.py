@@ -66,8 +66,11 @@ def tensor_scales(g: Graph, amax: dict[str, float], fixed: set[str] | frozenset[
             for t in n.inputs[1:] + n.outputs:
                 uf.union(n.inputs[0], t)
     group_max: dict[str, float] = {}
+    # A group holding a pre-quantized model's tensor takes the model's range: the calibrated ranges of the
+    # IR tensors the frontend made around it (a flatten after a mean, a pre-activation) do not widen it.
+    pinned = {uf.find(t) for t in fixed if t in tensors and t in amax}
     for t in tensors:
-        if t in amax:
+        if t in amax and (t in fixed or uf.find(t) not in pinned):
             r = uf.find(t)
             group_max[r] = max(group_max.get(r, 0.0), float(amax[t]))
     # Average pooling stores the low byte of its result without saturating: leave headroom above its
@@ -75,10 +78,14 @@ def tensor_scales(g: Graph, amax: dict[str, float], fixed: set[str] | frozenset[
     # its group, e.g. the other inputs of a concat it writes into, saturate and need none.)
     # A pre-quantized model's scales are kept as given, but for an average pool's output: the model's int8
     # saturates there, PDP's wraps, so it keeps the headroom (its grid is then coarser than the model's).
+    # Where the model's output range is no narrower than its input's, no average can leave it: no headroom.
     widened: set[str] = set()
     for n in g.nodes:
         if n.op == "dla.pdp" and n.attrs["method"] == "avg" and n.outputs[0] in amax:
             r = uf.find(n.outputs[0])
+            ri = uf.find(n.inputs[0])
+            if r in pinned and ri in pinned and group_max[r] >= group_max[ri]:
+                continue
             if r in group_max and r not in widened:
                 group_max[r] = max(group_max[r], float(amax[n.outputs[0]]) * AVG_POOL_HEADROOM)
                 widened.add(r)
@@ -153,9 +160,71 @@ def _operand(q: np.ndarray):
 
 
 # ---- SDP --------------------------------------------------------------------------------------------------
+#: Fraction bits below the output step of a requantization split over X1 and X2 (``exact_requantization``).
+EXACT_BITS = 20
+#: The magnitude, in output steps, beyond which every value saturates the int8/int16 output anyway.
+_SATURATED = 2 ** 16
+
+
+def multiplier_pair(ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """Per channel 16-bit a, b and one shift S with a * b / 2^S ~= ratio to about 2^-27 relative (one 16-bit
+    multiplier with a shared shift gets 2^-15 at best, less for channels below the peak). a runs over
+    [2^14, 2^15) for each channel and b = round(target / a) is kept where it is closest; None if a ratio is
+    not positive or the pair cannot hold it."""
+    ratio = np.asarray(ratio, dtype=np.float64)
+    if ratio.size == 0 or np.any(~np.isfinite(ratio)) or np.any(ratio <= 0):
+        return None
+    big = 2 ** 29  # the largest channel's target a * b (each factor ~2^14.5)
+    shift = int(math.floor(math.log2(big / float(ratio.max()))))
+    if shift < 0 or shift > 2 * MAX_SHIFT:
+        return None
+    target = ratio * 2.0 ** shift
+    if float(target.min()) < 2 ** 14:  # the smallest channel's b would be below 1
+        return None
+    cand = np.arange(2 ** 14, 2 ** 15, dtype=np.float64)
+    a_out = np.empty(ratio.size, dtype=np.int64)
+    b_out = np.empty(ratio.size, dtype=np.int64)
+    for i, t in enumerate(target):
+        b = np.clip(np.rint(t / cand), 1, I16)
+        j = int(np.argmin(np.abs(cand * b - t)))
+        a_out[i], b_out[i] = int(cand[j]), int(b[j])
+    return a_out, b_out, shift
+
+
+def exact_requantization(prm: SdpParams, ratio: np.ndarray, bias_v: np.ndarray, relu1: bool, relu2: bool,
+                         out_scale: float) -> bool:
+    """X1 and X2 multiply by a pair (``multiplier_pair``) and the output converter rounds once at the end, so a
+    pre-quantized model's requantization (TFLite's 31-bit multiplier, onnxruntime's float32 scale) is matched
+    nearly always, not only within one step. ``ratio`` is per channel in output steps per accumulator step.
+    False (nothing set) where the pair or the shifts do not fit."""
+    pair = multiplier_pair(ratio * 2.0 ** EXACT_BITS)
+    if pair is None:
+        return False
+    a, b, total = pair
+    # X1's output grid is finer than X2's by b / 2^s2; X1 must still hold every unsaturated value in 31 bits:
+    # |v1| = |v2| * 2^s2 / b with |v2| <= _SATURATED * 2^EXACT_BITS.
+    s2 = int(math.floor(math.log2(2 ** 30 * float(b.min()) / (_SATURATED * 2 ** EXACT_BITS))))
+    s2 = min(s2, total, MAX_SHIFT)
+    s1 = total - s2
+    if s2 < 0 or not 0 <= s1 <= MAX_SHIFT:
+        return False
+    try:
+        bq, ash = coarse(bias_v)
+    except OverflowError:
+        return False
+    x1 = XStage(bypass=False, relu_bypass=not relu1, mul_bypass=False, mul_operand=_operand(a), mul_shift=s1)
+    if np.any(bq != 0):
+        x1.alu_bypass, x1.alu_algo, x1.alu_operand, x1.alu_shift = False, ALU_SUM, _operand(bq), ash
+    prm.x1 = x1
+    prm.x2 = XStage(bypass=False, relu_bypass=not relu2, mul_bypass=False, mul_operand=_operand(b), mul_shift=s2)
+    prm.cvt_scale, prm.cvt_shift = 1, EXACT_BITS
+    return True
+
+
 def sdp_params(post: list[PostOp], in_scale: np.ndarray, out_scale: float, scales: dict[str, float], hw,
-               where: str) -> SdpParams:
-    """Integer SDP parameters for a post-op chain on an input whose channel k has real = in_scale[k] * v."""
+               where: str, exact: bool = False) -> SdpParams:
+    """Integer SDP parameters for a post-op chain on an input whose channel k has real = in_scale[k] * v.
+    ``exact``: the output scale is a pre-quantized model's, whose rounding the chain should reproduce."""
     k = in_scale.size
     ch = by_stage(post)
     gamma = np.ones(k) if ch.scale is None else np.broadcast_to(ch.scale, (k,))
@@ -163,6 +232,10 @@ def sdp_params(post: list[PostOp], in_scale: np.ndarray, out_scale: float, scale
     relu1, elt, act2, lut = ch.relu1, ch.eltwise, ch.act2, ch.lut
     gamma = np.where(gamma == 0, 1e-12, gamma)
     prm = SdpParams()
+    if exact and elt is None and lut is None and (act2 is None or isinstance(act2, Relu)) \
+            and exact_requantization(prm, gamma * in_scale / out_scale, beta / (gamma * in_scale), relu1,
+                                     isinstance(act2, Relu), out_scale):
+        return prm
 
     # The internal scale u of X1's output.
     if elt is not None and elt.kind in ("add", "max"):
@@ -318,7 +391,8 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
         n.attrs["conv"] = ConvParams(weights=wq, stride=tuple(n.attrs["stride"]), dilation=tuple(n.attrs["dilation"]),
                                      pad=(pt, pl), clip_truncate=truncate, precision=dtype)
         in_scale = scales[n.inputs[0]] * sw * 2.0 ** truncate
-        n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, hw, g.where(n))
+        n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, hw, g.where(n),
+                                    exact=n.outputs[0] in ctx.fixed_scales)
         n.attrs["sdp"].precision = dtype
     elif n.op == "dla.sdp":
         c = _channels(g.shapes[n.inputs[0]])
