@@ -167,8 +167,9 @@ _SATURATED = 2 ** 16
 
 
 def multiplier_pair(ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
-    """Per channel 16-bit a, b and one shift S with a * b / 2^S ~= ratio to about 2^-27 relative (one 16-bit
-    multiplier with a shared shift gets 2^-15 at best, less for channels below the peak). a runs over
+    """Per channel 16-bit a, b and one shift S with a * b / 2^S ~= ratio: to about 2^-27 relative near the
+    largest channel, 2^-22 at 1/45 of it (one 16-bit multiplier with a shared shift gets 2^-15 at best, less
+    for channels below the peak). a runs over
     [2^14, 2^15) for each channel and b = round(target / a) is kept where it is closest; None if a ratio is
     not positive or the pair cannot hold it."""
     ratio = np.asarray(ratio, dtype=np.float64)

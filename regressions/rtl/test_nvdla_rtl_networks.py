@@ -4,12 +4,14 @@
   runs entirely on the DUT (no ``--fallback``: NVDLA's RTL has CONV, SDP X1/X2, PDP and CDP), once pipelined
   (an op starts while earlier ones still run, two per engine in flight) and once one op at a time (what
   ``--profile`` forces); its int8 outputs equal the golden target's in the same mode.
+- TFLite models quantized by ai-edge-quantizer (their scales kept, requantized by X1 x X2 multiplier pairs):
+  int8 outputs equal golden's.
 - NVDLA-format loadables written by ``runtime.nvdla.writer``: every nv_small trace the golden model passes and
   ``regressions.nvdla.from_trace`` re-expresses as kmd descriptors (CONV, SDP, PDP, CDP), plus hand-built SDP
   and PDP loadables with two ops in flight, all in one simulation; their outputs' CRCs equal the traces' and
   their bytes the golden run's.
 
-``make test`` runs poolnet and LeNet in both modes and a few loadables; ``DLA_NVDLA_RTL=full`` (level ci and up)
+``make test`` runs poolnet and LeNet in both modes, the TFLite residual net and a few loadables; ``DLA_NVDLA_RTL=full`` (level ci and up)
 runs everything.
 """
 from __future__ import annotations
@@ -118,6 +120,29 @@ def test_zoo_network_on_nvdla_rtl_equals_golden(name: str, mode: str, tmp_path: 
         ran = [op for op in profile.ops if op.kind == "dla"]
         assert len(ran) == sum(1 for _ in net.dla_ops()) and {op.target for op in ran} == {SIMULATOR}
         assert all(op.cycles for op in ran)
+
+
+#: Pre-quantized TFLite models (ai-edge-quantizer's int8) on the DUT: their requantization multiplies by X1 and
+#: X2 pairs and their means sum on CMAC (``compiler.passes.quantize.exact_requantization``); make test runs one.
+TFLITE_NETS = ("lenet", "resnet", "mobilenet")
+
+
+@pytest.mark.parametrize("name", [n for n in TFLITE_NETS if FULL or n == "resnet"])
+def test_prequantized_tflite_network_on_nvdla_rtl_equals_golden(name: str, tmp_path: Path) -> None:
+    from compiler.frontend import tflite as tflite_frontend
+    from regressions.lib.zoo import tflite_models
+
+    path = tmp_path / f"{name}_int8.tflite"
+    path.write_bytes(tflite_models.quantize(tflite_models.MODELS[name](0)))
+    msg, lowered, _ = compile_graph(tflite_frontend.load(path), CONFIG, log=lambda m: None)
+    assert any(n.op == "dla.conv" and n.attrs["sdp"].x2 is not None and n.attrs["sdp"].x2.mul_bypass is False
+               for n in lowered.nodes)
+    net = Network(msg)
+    x = inputs(net, 2)
+    want = net.run(x, raw=True)
+    got = net.run(x, target=SIMULATOR, raw=True, rtl_options=nvdla_rtl_options(runs_root=str(tmp_path / "runs")))
+    differ = first_difference(net, got, want)
+    assert not differ, f"{name} (TFLite int8): {differ}"
 
 
 # ---- NVDLA-format loadables --------------------------------------------------------------------------------

@@ -100,9 +100,8 @@ def test_each_layer_matches_onnxruntime_int8_within_one_step(models, fmt: str, t
     model = onnx.load(models[fmt])
     consts = {i.name for i in model.graph.initializer}
     names = [n.output[0] for n in model.graph.node if n.op_type == "DequantizeLinear" and n.input[0] not in consts]
-    # up to the global average pool (whose output keeps PDP's headroom: a coarser grid than the model's)
-    cuts = names[:next((i for i, t in enumerate(names) if "gap" in t or "fc" in t or "flatten" in t), len(names))]
-    assert len(cuts) >= 5  # (QOperator: convs and adds; QDQ also every ReLU)
+    cuts = names
+    assert len(cuts) >= 6  # (QOperator: convs, adds and the FC; QDQ also every ReLU and the pooled vector)
     within = {}
     for t in cuts:
         onnx.utils.extract_model(str(models[fmt]), str(tmp_path / "cut.onnx"), ["data"], [t])
@@ -111,13 +110,16 @@ def test_each_layer_matches_onnxruntime_int8_within_one_step(models, fmt: str, t
     assert min(within.values()) >= 0.995, within
 
 
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
 @pytest.mark.parametrize("config", ["nv_small", "nv_full"])
-def test_whole_network_stays_close_to_onnxruntime(models, config: str) -> None:
-    """End to end the steps add up (an FC reading 32 pooled values amplifies a one-step difference), but the
-    logits stay within a few steps of onnxruntime's int8 ones and far closer than the float network."""
-    steps, _ = _steps(models["QDQ"], config)
-    assert np.median(steps) == 0 and np.mean(steps <= 1.0 + 1e-6) >= 0.85 and np.percentile(steps, 99) <= 20, \
-        (np.mean(steps <= 1.0 + 1e-6), np.percentile(steps, [50, 99]))
+def test_whole_network_matches_onnxruntime_within_one_step(models, fmt: str, config: str) -> None:
+    """End to end, the logits equal onnxruntime's int8 ones within one step on >= 99% of the values (measured:
+    all, 97% exactly): requantization multiplies by an X1 x X2 pair as fine as onnxruntime's float32 scale,
+    the global average sums on CMAC and saturates at the model's scale, and QOperator's float ReLU and pooling
+    between a dequantize and a quantize keep the grid they read (``compiler.model_scales``)."""
+    steps, _ = _steps(models[fmt], config)
+    assert np.mean(steps <= 1.0 + 1e-6) >= 0.99 and np.median(steps) == 0, \
+        (np.mean(steps <= 1.0 + 1e-6), steps.max())
 
 
 def test_asymmetric_and_per_axis_activations_are_refused(models, tmp_path: Path) -> None:
@@ -135,3 +137,36 @@ def test_asymmetric_and_per_axis_activations_are_refused(models, tmp_path: Path)
                                  extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
     with pytest.raises(CompileError, match="per-axis activation scales are not supported"):
         onnx_frontend.load(per_axis)
+
+
+# ---- the pieces ----------------------------------------------------------------------------------------------
+def test_multiplier_pair_holds_every_channel_to_22_bits() -> None:
+    """One 16-bit multiplier with a shared shift keeps 15 bits for the largest channel and fewer for the
+    others; an X1 x X2 pair keeps 22 or more for each over a 45x spread of channel scales (27 near the
+    largest), near onnxruntime's float32 scale (24) and TFLite's 31-bit multiplier."""
+    from compiler.passes.quantize import fixed, multiplier_pair
+
+    ratio = np.random.default_rng(3).uniform(0.02, 0.9, 64) * 2.0 ** 10
+    a, b, shift = multiplier_pair(ratio)
+    assert a.max() <= 32767 and b.max() <= 32767 and a.min() >= 1 and b.min() >= 1
+    pair_error = np.abs(a * b / 2.0 ** shift / ratio - 1)
+    q, sh = fixed(ratio)
+    single_error = np.abs(q / 2.0 ** sh / ratio - 1)
+    assert pair_error.max() < 2.0 ** -22 and single_error.max() > 2.0 ** -14
+    assert multiplier_pair(np.array([1.0, -1.0])) is None and multiplier_pair(np.array([1.0, 1e-9])) is None
+
+
+def test_model_scales_follow_relu_pooling_and_views() -> None:
+    """A ReLU, a max pool or a view of values on a grid stays on it; a view's input takes its output's scale;
+    an op that rescales (a conv, an average) passes nothing on."""
+    from compiler.ir import Graph, Node
+    from compiler.model_scales import propagate
+
+    g = Graph(inputs=["x"], outputs=["f"])
+    g.nodes = [Node("r", "Relu", ["x"], ["r"]), Node("m", "MaxPool", ["r"], ["m"]),
+               Node("a", "GlobalAveragePool", ["m"], ["a"]), Node("f", "Flatten", ["a"], ["f"]),
+               Node("c", "Conv", ["m", "w"], ["c"])]
+    g.consts["w"] = np.zeros((1, 1, 1, 1), np.float32)
+    g.quant_scales = {"x": 0.5, "f": 0.25}
+    assert propagate(g) == 3
+    assert g.quant_scales == {"x": 0.5, "r": 0.5, "m": 0.5, "a": 0.25, "f": 0.25}

@@ -284,12 +284,27 @@ def interpreter(model: bytes):
     return it
 
 
-def run(model: bytes, x: np.ndarray) -> np.ndarray:
-    """LiteRT's output for one NHWC input (quantized in and out by the model's own QUANTIZE/DEQUANTIZE)."""
+def run(model: bytes, xs: np.ndarray) -> np.ndarray:
+    """LiteRT's outputs for a batch of float NHWC inputs, one invocation each. An int8 model's int8 input is
+    the float rounded to its scale; its int8 output is returned as is (steps, not dequantized)."""
     it = interpreter(model)
-    it.set_tensor(it.get_input_details()[0]["index"], x)
-    it.invoke()
-    return it.get_tensor(it.get_output_details()[0]["index"]).copy()
+    d_in, d_out = it.get_input_details()[0], it.get_output_details()[0]
+    outs = []
+    for x in xs:
+        x = x[None]
+        if d_in["dtype"] == np.int8:
+            s, z = d_in["quantization"]
+            x = np.clip(np.rint(x / s) + z, -128, 127).astype(np.int8)
+        it.set_tensor(d_in["index"], x)
+        it.invoke()
+        outs.append(it.get_tensor(d_out["index"]).copy())
+    return np.concatenate(outs)
+
+
+def io_scales(model: bytes) -> tuple[float, float]:
+    """An int8 model's input and output scales."""
+    it = interpreter(model)
+    return float(it.get_input_details()[0]["quantization"][0]), float(it.get_output_details()[0]["quantization"][0])
 
 
 def samples(shape: tuple[int, ...], n: int, seed: int = 0) -> np.ndarray:
