@@ -41,19 +41,22 @@ def test_float_graph_computes_what_keras_computed(name: str) -> None:
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("config", ["nv_small", "nv_full"])
+@pytest.mark.parametrize("precision,config,floor", [("int8", "nv_small", 0.99), ("int8", "nv_full", 0.99),
+                                                    ("fp16", "nv_full", 0.9999)])
 @pytest.mark.parametrize("name", NAMES)
-def test_compiled_int8_matches_keras(name: str, config: str) -> None:
+def test_compiled_network_matches_keras(name: str, precision: str, config: str, floor: float) -> None:
     path, x, want = fixture(name)
     g = keras_h5.load(path)
-    ld, lowered, _ = compile_graph(g, config, calib_inputs=random_inputs(g, 16, seed=1))
+    ld, lowered, _ = compile_graph(g, config, calib_inputs=random_inputs(g, 16, seed=1), precision=precision)
     cpu = {n.op for n in lowered.nodes if n.op.startswith("cpu.")}
-    # only what NVDLA has no engine for: softmax, and tanh without nv_small's SDP LUT
-    assert cpu <= {"cpu.Softmax", "cpu.Tanh"} and ("cpu.Tanh" not in cpu or config == "nv_small"), cpu
+    # only what NVDLA has no engine for: softmax, and tanh without nv_small's SDP LUT (or in fp16: 16-bit
+    # LUTs are not built yet)
+    assert cpu <= {"cpu.Softmax", "cpu.Tanh"} and ("cpu.Tanh" not in cpu or config == "nv_small"
+                                                   or precision != "int8"), cpu
     net = Network(ld)
     got = net.run({net.inputs[0]: nchw(x)})[net.outputs[0]].reshape(want.shape)
     cos = float((got * want).sum() / np.linalg.norm(got) / np.linalg.norm(want))
-    assert cos >= 0.99, cos
+    assert cos >= floor, cos
 
 
 def test_flatten_order_and_same_padding_are_tensorflows() -> None:

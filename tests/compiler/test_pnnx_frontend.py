@@ -1,7 +1,7 @@
 """PNNX frontend (``compiler.frontend.pnnx``): the zoo's LeNet, residual net and MobileNet-style net written as
 pnnx does (``regressions.lib.zoo.to_pnnx``: nn.Conv2d, nn.BatchNorm2d, nn.ReLU6, pnnx.Expression, nn.Linear...,
-weights in the zip .bin) must compute what onnxruntime computes on the same ONNX network, and compiled int8 stay
-within int8 accuracy of it; the parameter syntax follows pnnx's reader; malformed files are one-line errors."""
+weights in the zip .bin) must compute what onnxruntime computes on the same ONNX network, and compiled int8 and fp16
+stay within int8 and fp16 accuracy of it; the parameter syntax follows pnnx's reader; malformed files are one-line errors."""
 from __future__ import annotations
 
 import zipfile
@@ -45,19 +45,21 @@ def test_float_graph_computes_what_onnxruntime_computes(tmp_path: Path, name: st
                                atol=1e-6)
 
 
-@pytest.mark.parametrize("config", ["nv_small", "nv_full"])
+@pytest.mark.parametrize("precision,config,floor", [("int8", "nv_small", 0.99), ("int8", "nv_full", 0.99),
+                                                    ("fp16", "nv_full", 0.9999)])
 @pytest.mark.parametrize("name", sorted(NETS))
-def test_compiled_int8_matches_onnxruntime(tmp_path: Path, name: str, config: str) -> None:
+def test_compiled_network_matches_onnxruntime(tmp_path: Path, name: str, precision: str, config: str,
+                                              floor: float) -> None:
     m, param, shape = written(tmp_path, name)
     g = pnnx.load(param)
-    ld, lowered, _ = compile_graph(g, config, calib_inputs=random_inputs(g, 16, seed=1))
+    ld, lowered, _ = compile_graph(g, config, calib_inputs=random_inputs(g, 16, seed=1), precision=precision)
     assert {n.op for n in lowered.nodes if n.op.startswith("cpu.")} <= {"cpu.Softmax"}
     net = Network(ld)
     x = np.random.default_rng(3).standard_normal((4, *shape[1:])).astype(np.float32)
     got = net.run({net.inputs[0]: x})[net.outputs[0]].reshape(4, -1)
     want = onnxruntime(m, x).reshape(4, -1)
     cos = float((got * want).sum() / np.linalg.norm(got) / np.linalg.norm(want))
-    assert cos >= 0.99, cos
+    assert cos >= floor, cos
 
 
 def test_parameter_values_follow_pnnx() -> None:
