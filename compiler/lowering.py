@@ -59,9 +59,9 @@ def _as_post(g: Graph, n: Node, main: str) -> PostOp | None:
 
 
 def _fit(post: list[PostOp], p: PostOp, hw, precision: str = "int8") -> PostOp | None:
-    """``p`` with its datapath slot if it can follow ``post`` in one SDP operation, else None. The LUT is
-    programmed for int8 networks only (``compiler.lut`` sizes its tables for int8 scales): in int16 and fp16
-    sigmoid and tanh run on the CPU."""
+    """``p`` with its datapath slot if it can follow ``post`` in one SDP operation, else None. Sigmoid and
+    tanh take Y's LUT in every precision (``compiler.lut``: int8/int16 tables over the int32 input, fp16 ones
+    over the float input) where the config has it."""
     state = _slot_state(post)
     kinds = {type(q): q for q in post}
     match p:
@@ -83,7 +83,7 @@ def _fit(post: list[PostOp], p: PostOp, hw, precision: str = "int8") -> PostOp |
         case Eltwise():
             return replace(p, slot=2) if state < 2 else None
         case Lut():
-            return replace(p, slot=4) if state < 4 and hw.sdp_lut and hw.sdp_ew and precision == "int8" else None
+            return replace(p, slot=4) if state < 4 and hw.sdp_lut and hw.sdp_ew else None
     return None
 
 

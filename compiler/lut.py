@@ -1,4 +1,4 @@
-"""LUT-based int8 operations: LRN on CDP and sigmoid/tanh on SDP's Y stage.
+"""LUT-based operations: LRN on CDP (int8) and sigmoid/tanh on SDP's Y stage (int8, int16 and fp16).
 
 Both units approximate a float function by linear interpolation in two int16 tables (NVDLA_NOTES §4
 "LUT" and "CDP / LRN"): LE with 65 entries and LO with 257. A table is uniform (knot i at
@@ -89,6 +89,13 @@ def _fit(f: Callable[[np.ndarray], np.ndarray], knots: np.ndarray, gain: float, 
     their knots, so their samples stay exact. ``away`` rounds magnitudes up instead of to nearest, so an
     exact half-LSB target still rounds away from zero downstream, as the output CVT does.
     """
+    v = gain * _nudged(f, knots, granule)
+    v = np.sign(v) * np.ceil(np.abs(v)) if away else np.round(v)
+    return np.clip(v, INT16_MIN, INT16_MAX).astype(np.int64)
+
+
+def _nudged(f: Callable[[np.ndarray], np.ndarray], knots: np.ndarray, granule: float = 0.0) -> np.ndarray:
+    """``f(knot)`` less a quarter of the mid-segment bow of each segment it ends (``_fit``), as float."""
     v = f(knots)
     width = np.diff(knots)
     bow = np.where(width > granule, (v[:-1] + v[1:]) / 2 - f(knots[:-1] + width / 2), 0.0)
@@ -97,9 +104,7 @@ def _fit(f: Callable[[np.ndarray], np.ndarray], knots: np.ndarray, gain: float, 
     adj[1:] += bow / 4
     adj[0] += bow[0] / 4  # an end knot belongs to one segment only
     adj[-1] += bow[-1] / 4
-    v = gain * (v - adj)
-    v = np.sign(v) * np.ceil(np.abs(v)) if away else np.round(v)
-    return np.clip(v, INT16_MIN, INT16_MAX).astype(np.int64)
+    return v - adj
 
 
 def _grid(name: str, f: Callable[[np.ndarray], np.ndarray], exponent: bool, start: int, shift: int,
@@ -338,10 +343,12 @@ def _edge(t: Callable[[float], float], limit: float, toward: float) -> float:
     return outside
 
 
-def sdp_activation(fn: str, in_scale: float, out_scale: float) -> tuple[YStage, LutRegisters, int, int, int]:
+def sdp_activation(fn: str, in_scale: float, out_scale: float, qmax: int = 127
+                   ) -> tuple[YStage, LutRegisters, int, int, int]:
     """SDP Y stage, LUT and output CVT ``(cvt_offset, cvt_scale, cvt_shift)`` computing ``fn`` ("sigmoid"
     or "tanh") of an int32 value v arriving at Y (real = in_scale * v): q ~ round(fn(in_scale*v) /
-    out_scale) saturated to int8, for every int32 v. Needs a config with the SDP LUT (``hw.sdp_lut``).
+    out_scale) saturated to int8 (``qmax`` 127; int16: 32767), for every int32 v. Needs a config with the
+    SDP LUT (``hw.sdp_lut``).
 
     Y's MUL and ALU stay bypassed. The LO table spans, uniformly, the interval of v where the rounded
     result still changes (clipped to int32); v below/above it underflows/overflows LO into its end entries
@@ -359,8 +366,11 @@ def sdp_activation(fn: str, in_scale: float, out_scale: float) -> tuple[YStage, 
     def raw(x: np.ndarray) -> np.ndarray:  # the target in output LSBs
         return func(np.asarray(x, dtype=np.float64)) / out_scale
 
+    sat_lo, sat_hi = _SAT_LO - (qmax - 127), _SAT_HI + (qmax - 127)  # half a step past the saturation
+    clip_max = max(_CLIP_MAX, 2.0 * (qmax + 1))  # int16: ~1 table unit per output step
+
     def saturated(x: float) -> float:
-        return float(np.clip(raw(np.array(x)), _SAT_LO, _SAT_HI))
+        return float(np.clip(raw(np.array(x)), sat_lo, sat_hi))
 
     far = 1000.0  # both functions are flat to float precision well before this
     x_lo = _edge(saturated, saturated(-far), -far)
@@ -374,12 +384,12 @@ def sdp_activation(fn: str, in_scale: float, out_scale: float) -> tuple[YStage, 
     # Clip where the output saturates, but never inside the segment that crosses the saturation
     # threshold: that one must follow the function itself, and past it every chord stays saturated.
     knots = raw(in_scale * (start + float(2 ** select) * np.arange(segments + 1)))
-    hi, lo = _SAT_HI, _SAT_LO
-    above, below = np.nonzero(knots >= 127.5)[0], np.nonzero(knots <= -128.5)[0]
+    hi, lo = sat_hi, sat_lo
+    above, below = np.nonzero(knots >= qmax + 0.5)[0], np.nonzero(knots <= -qmax - 1.5)[0]
     if above.size:
-        hi = min(max(hi, float(knots[above[0]])), _CLIP_MAX)
+        hi = min(max(hi, float(knots[above[0]])), clip_max)
     if below.size:
-        lo = max(min(lo, float(knots[below[-1]])), -_CLIP_MAX)
+        lo = max(min(lo, float(knots[below[-1]])), -clip_max)
 
     def target(v: np.ndarray) -> np.ndarray:
         return np.clip(raw(in_scale * np.asarray(v, dtype=np.float64)), lo, hi)
@@ -404,3 +414,48 @@ def sdp_activation(fn: str, in_scale: float, out_scale: float) -> tuple[YStage, 
     )
     y = YStage(bypass=False, alu_bypass=True, mul_bypass=True, lut_bypass=False)
     return y, lut, 0, scale, shift
+
+
+# ---- sigmoid / tanh in fp16 ---------------------------------------------------------------------------------------
+#: Half-width of the interval LO tabulates in fp16: past it the function is within fp16's rounding of its limit
+#: (sigmoid: e^-16 ~ 1e-7 below 2^-11; tanh: 2e^-16 ~ 2e-7), so the tails are the end entries with zero slope.
+FP16_LUT_RANGE = {"sigmoid": 16.0, "tanh": 8.0}
+
+
+def _f16(v) -> np.ndarray:
+    return np.asarray(v, dtype=np.float64).astype(np.float16).view(np.uint16).astype(np.int64)
+
+
+def _f32(v: float) -> int:
+    return int(np.array([v], dtype=np.float32).view(np.uint32)[0])
+
+
+def sdp_activation_fp16(fn: str) -> tuple[YStage, LutRegisters]:
+    """SDP Y stage and LUT computing ``fn`` on the fp16 datapath (PROC_PRECISION=FP16): LO spans
+    [-R, R] uniformly (``FP16_LUT_RANGE``: 256 segments of 2^-select, select a negative power here), its
+    entries the fp16 function values nudged as the int8 tables are (``_fit``: the interpolation error spread
+    evenly), and inputs outside take the end entries with zero slope (fp16 slope scale 0). START/END are fp32
+    bit patterns; LE is parked beyond fp32's largest finite value so it always underflows and every priority
+    selects LO. The interpolation error is below one fp16 step near the function's limits."""
+    if fn not in ACTIVATIONS:
+        raise ValueError(f"no SDP LUT activation {fn!r}; have {', '.join(ACTIVATIONS)}")
+    func = ACTIVATIONS[fn]
+    half = FP16_LUT_RANGE[fn]
+    segments = LO_DEPTH - 1
+    select = int(math.log2(2 * half / segments))  # exact: both are powers of two
+    table = _f16(_nudged(func, -half + (2.0 ** select) * np.arange(segments + 1)))
+    lut = LutRegisters(
+        le_table=(0,) * LE_DEPTH,
+        lo_table=tuple(int(x) for x in table),
+        le_function="linear",
+        le_start=_f32(float(np.finfo(np.float32).max)),  # every finite input underflows LE
+        le_end=_f32(float(np.finfo(np.float32).max)),
+        lo_start=_f32(-half),
+        lo_end=_f32(half),
+        le_index_select=0,
+        lo_index_select=select,
+        uflow_priority=TABLE_LO,
+        oflow_priority=TABLE_LO,
+        hybrid_priority=TABLE_LO,
+    )
+    return YStage(bypass=False, alu_bypass=True, mul_bypass=True, lut_bypass=False), lut

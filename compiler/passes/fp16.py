@@ -13,8 +13,10 @@ The float graph maps onto the fp16 datapath directly (NVDLA's compiler builds nv
 - average pooling: FP17 reciprocals 1/kw and gain/kh (``gain``: the share of a multi-pass global average),
   zero pad values.
 
-Sigmoid/tanh and LRN run on the CPU (lowering keeps the LUTs for int8). A value fp16 cannot hold (a weight
-or bias beyond 65504 after folding) is refused naming the layer.
+- sigmoid/tanh: Y's LUT in fp16 mode (``compiler.lut.sdp_activation_fp16``).
+
+LRN runs on the CPU (CDP's table is built for int8). A value fp16 cannot hold (a weight or bias beyond 65504
+after folding) is refused naming the layer.
 """
 from __future__ import annotations
 
@@ -23,8 +25,10 @@ import numpy as np
 from compiler.hwparams import ALU_MAX, ALU_MIN, ALU_SUM, ConvParams, PdpParams, SdpParams, TensorOperand, XStage, YStage
 from compiler.ir import Graph, Node
 from compiler.passes import CompileContext
-from compiler.postops import Eltwise, PRelu, Relu, by_stage
+from compiler.lut import sdp_activation_fp16
+from compiler.postops import Eltwise, Lut, PRelu, Relu, by_stage
 from golden import fp
+from golden.lut import LutRegisters
 
 #: FP16 bit pattern of 1.0.
 ONE = 0x3C00
@@ -77,13 +81,18 @@ def _x2(elt: Eltwise | None, act2, c: int) -> XStage:
     return x2
 
 
-def _y(post) -> YStage:
-    """Y's ALU as MIN with the smallest ReLU cap of the chain, or bypassed."""
+def _y(post) -> tuple[YStage, LutRegisters | None]:
+    """Y's ALU as MIN with the smallest ReLU cap of the chain (or bypassed), then its LUT for a sigmoid or
+    tanh (``compiler.lut.sdp_activation_fp16``)."""
     caps = [p.cap for p in post if isinstance(p, Relu) and p.cap is not None]
-    if not caps:
-        return YStage()
-    word = int(np.array([min(caps)], dtype=np.float32).view(np.uint32)[0])
-    return YStage(bypass=False, alu_bypass=False, alu_algo=ALU_MIN, alu_operand=word)
+    luts = [p for p in post if isinstance(p, Lut)]
+    y, table = YStage(), None
+    if luts:
+        y, table = sdp_activation_fp16(luts[0].fn)
+    if caps:
+        word = int(np.array([min(caps)], dtype=np.float32).view(np.uint32)[0])
+        y.bypass, y.alu_bypass, y.alu_algo, y.alu_operand = False, False, ALU_MIN, word
+    return y, table
 
 
 def conv_params(n: Node) -> tuple[ConvParams, SdpParams]:
@@ -103,7 +112,8 @@ def conv_params(n: Node) -> tuple[ConvParams, SdpParams]:
     if beta is not None and np.any(beta != 0):
         x1.bypass, x1.alu_bypass, x1.alu_algo = False, False, ALU_SUM
         x1.alu_operand = _operand(f16_bits(beta, "the bias"))
-    return conv, SdpParams(x1=x1, x2=_x2(elt, act2, k), y=_y(n.attrs["post"]), precision="fp16")
+    y, lut = _y(n.attrs["post"])
+    return conv, SdpParams(x1=x1, x2=_x2(elt, act2, k), y=y, lut=lut, precision="fp16")
 
 
 def sdp_params(n: Node, c: int) -> SdpParams:
@@ -122,7 +132,8 @@ def sdp_params(n: Node, c: int) -> SdpParams:
             x1.alu_bypass, x1.alu_algo = False, ALU_SUM
             ratio = np.divide(beta, gamma, out=np.zeros(c), where=~zero)
             x1.alu_operand = _operand(f16_bits(ratio, "bias / scale"))
-    return SdpParams(x1=x1, x2=_x2(elt, act2, c), y=_y(n.attrs["post"]), precision="fp16")
+    y, lut = _y(n.attrs["post"])
+    return SdpParams(x1=x1, x2=_x2(elt, act2, c), y=y, lut=lut, precision="fp16")
 
 
 def pdp_params(n: Node, kernel, stride, pads) -> PdpParams:

@@ -223,9 +223,10 @@ def exact_requantization(prm: SdpParams, ratio: np.ndarray, bias_v: np.ndarray, 
 
 
 def sdp_params(post: list[PostOp], in_scale: np.ndarray, out_scale: float, scales: dict[str, float], hw,
-               where: str, exact: bool = False) -> SdpParams:
+               where: str, exact: bool = False, qmax: int = 127) -> SdpParams:
     """Integer SDP parameters for a post-op chain on an input whose channel k has real = in_scale[k] * v.
-    ``exact``: the output scale is a pre-quantized model's, whose rounding the chain should reproduce."""
+    ``exact``: the output scale is a pre-quantized model's, whose rounding the chain should reproduce.
+    ``qmax``: the output type's largest value (int8 127, int16 32767), where a LUT's output saturates."""
     k = in_scale.size
     ch = by_stage(post)
     gamma = np.ones(k) if ch.scale is None else np.broadcast_to(ch.scale, (k,))
@@ -284,7 +285,7 @@ def sdp_params(post: list[PostOp], in_scale: np.ndarray, out_scale: float, scale
     if lut is not None:
         from compiler.lut import sdp_activation
 
-        y, table, off, scale, shift = sdp_activation(lut.fn, u, out_scale)
+        y, table, off, scale, shift = sdp_activation(lut.fn, u, out_scale, qmax)
         prm.y, prm.lut = y, table
         prm.cvt_offset, prm.cvt_scale, prm.cvt_shift = off, scale, shift
     else:
@@ -393,12 +394,13 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
                                      pad=(pt, pl), clip_truncate=truncate, precision=dtype)
         in_scale = scales[n.inputs[0]] * sw * 2.0 ** truncate
         n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, hw, g.where(n),
-                                    exact=n.outputs[0] in ctx.fixed_scales)
+                                    exact=n.outputs[0] in ctx.fixed_scales, qmax=qmax)
         n.attrs["sdp"].precision = dtype
     elif n.op == "dla.sdp":
         c = _channels(g.shapes[n.inputs[0]])
         in_scale = np.full(c, scales[n.inputs[0]])
-        n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, hw, g.where(n))
+        n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, hw, g.where(n),
+                                    qmax=qmax)
         n.attrs["sdp"].precision = dtype
     elif n.op == "dla.pdp":
         gain = float(n.attrs.get("gain", 1.0))  # a padded multi-pass global average (lowering._global_pool)

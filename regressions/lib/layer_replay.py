@@ -59,8 +59,8 @@ def reference_sdp_params(prm, operands: dict[str, np.ndarray]) -> ref_sdp.SdpPar
 
 
 def reference_fp16_params(prm, operands: dict[str, np.ndarray]) -> ref_sdp_fp16.Fp16Params:
-    """The compiler's fp16 SDP parameters as the fp16 reference takes them (Y: its ALU, a ReLU6 cap; the
-    compiler uses no LUT in fp16)."""
+    """The compiler's fp16 SDP parameters as the fp16 reference takes them (Y: its ALU, a ReLU6 cap, and the
+    LUT of a sigmoid or tanh)."""
     def x(st) -> ref_sdp_fp16.Fp16XParams:
         d = {f.name: getattr(st, f.name) for f in dataclasses.fields(ref_sdp_fp16.Fp16XParams)}
         for key in ("alu_operand", "mul_operand"):
@@ -68,10 +68,9 @@ def reference_fp16_params(prm, operands: dict[str, np.ndarray]) -> ref_sdp_fp16.
                 d[key] = operands[d[key].tensor]
         return ref_sdp_fp16.Fp16XParams(**d)
 
-    if not prm.y.lut_bypass:
-        raise ValueError("an fp16 SDP with its LUT in use: no reference mapping")
     y = ref_sdp_fp16.Fp16YParams(**{f.name: getattr(prm.y, f.name) for f in dataclasses.fields(ref_sdp_fp16.Fp16YParams)})
-    return ref_sdp_fp16.Fp16Params(x1=x(prm.x1), x2=x(prm.x2), y=y)
+    lut = prm.lut if prm.lut is not None else LutRegisters()
+    return ref_sdp_fp16.Fp16Params(x1=x(prm.x1), x2=x(prm.x2), y=y, lut=lut)
 
 
 def reference(node, inputs: dict[str, np.ndarray], out_shape: tuple[int, int, int], average: str = "cmod"

@@ -136,6 +136,42 @@ def test_every_layer_replays_bit_exact_against_the_reference_math(precision: str
     assert not bad
 
 
+def lut_net() -> onnx.ModelProto:
+    """Sigmoid and tanh fused after convolutions, and a tanh after a residual add (X2's ALU, then Y's LUT)."""
+    rng = np.random.default_rng(4)
+    inits = [_const("w1", rng.standard_normal((8, 4, 3, 3)) * 0.5), _const("b1", rng.standard_normal(8) * 0.2),
+             _const("w2", rng.standard_normal((8, 4, 1, 1)) * 0.8), _const("b2", rng.standard_normal(8) * 0.2)]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c1"], ["s1"]),
+             helper.make_node("Conv", ["x", "w2", "b2"], ["c2"]),
+             helper.make_node("Tanh", ["c2"], ["t2"]),
+             helper.make_node("Add", ["s1", "t2"], ["a"]),
+             helper.make_node("Tanh", ["a"], ["y"])]
+    graph = helper.make_graph(nodes, "lut_net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 6, 6])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    return m
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int16"])
+def test_sigmoid_and_tanh_run_on_the_sdp_lut_in_16_bits(precision: str) -> None:
+    """The LUT tables are built for the precision (int16: 16-bit output steps; fp16: the float input), run
+    on the DLA (no CPU op), match the float network, and replay bit-exact against the reference math."""
+    got, want, ld, lowered = run_both(lut_net(), precision)
+    assert not [n for n in lowered.nodes if n.op.startswith("cpu.")]
+    luts = [n for n in lowered.nodes if n.op.startswith("dla.") and n.attrs["sdp"].lut is not None]
+    assert len(luts) == 3 and all(not n.attrs["sdp"].y.lut_bypass for n in luts)
+    assert cosine(got["y"], want["y"]) >= COSINE[precision]
+    # 257-entry tables: about 1e-4 of interpolation error per function (measured max 1.2e-3 after three;
+    # int8 reaches 2.7e-2)
+    worst = float(np.abs(got["y"] - want["y"]).max())
+    assert worst <= 2e-3, worst
+    results = replay_all(ld, lowered, get_config("nv_full"))
+    bad = [(r.name, r.mismatches, r.elements) for r in results if not r.ok]
+    assert results and not bad
+
+
 def test_fp16_is_refused_where_the_config_has_no_fp16_datapath() -> None:
     g = onnx_frontend.load(ZOO["lenet"](0))
     msg = one_line_error(lambda: compile_graph(g, "nv_small", precision="fp16"))
