@@ -1,4 +1,4 @@
-"""SDP and CONV inverses for ``regressions.nvdla.from_trace``: a trace's final SDP/SDP_RDMA (and CDMA, CSC,
+"""SDP and CONV inverses for ``runtime.nvdla.inverse``: an op's final SDP/SDP_RDMA (and CDMA, CSC,
 CMAC, CACC) registers mapped back onto ``dla_sdp_op_desc``/``dla_conv_op_desc`` and their surfaces.
 
 A convolution trace is one op of the firmware's view only in pairs: CACC hands its output to SDP on the fly,
@@ -8,15 +8,15 @@ PDP on the fly becomes an SDP op and a PDP op fused to it.
 Every descriptor field is read from the register that the firmware (``sdp.c``, ``conv.c``) programs from it;
 where several registers come from one field (one ``mode`` for an X stage's ALU and MUL sources, one ``act``
 for ReLU/PReLU/LUT, CSC's and CDMA's copies of the kernel size...), the field is read from one of them and the
-forward check in ``from_trace`` decides whether the others agree. Fields of registers that cannot change the
+forward check in ``inverse`` decides whether the others agree. Fields of registers that cannot change the
 result (a bypassed stage, a disabled operand DMA, the pixel format of a feature cube...) are declared below
 with ``Irrelevant`` rules, each with its reason; for those the value is taken from the trace where the
 descriptor can hold it, and is otherwise arbitrary.
 """
 from __future__ import annotations
 
-from regressions.nvdla.from_trace import (Inverse, Irrelevant, NotExpressible, Regs, _pdp, _sign,
-                                          lut_from_registers, register_inverse, register_irrelevant)
+from runtime.nvdla.inverse import (Inverse, Irrelevant, NotExpressible, Regs, _pdp, _sign,
+                                   lut_from_registers, register_inverse, register_irrelevant)
 from golden.regs import register_map
 from runtime.nvdla import descriptors as d
 
