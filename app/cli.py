@@ -375,8 +375,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
         raise UserError(f"{args.calib_images}: no such file or directory")
     if args.emit_trace and not args.input:
         raise UserError("--emit-trace needs --input X.npy (the input the traces are computed for)")
-    if args.input and not args.emit_trace:
-        raise UserError("--input is only used with --emit-trace")
+    if args.input and not (args.emit_trace or args.format == "nvdla"):
+        raise UserError("--input is only used with --emit-trace and --format nvdla")
+    if args.format == "nvdla" and args.emit_trace:
+        raise UserError("--emit-trace applies to dla loadables (--format dla)")
     _check_in(args.input)
     calibrating = [o for o, v in (("--calib-images", args.calib_images), ("--calib-random", args.calib_random),
                                   ("--calib-table", args.calib_table), ("--calib-table-out", args.calib_table_out),
@@ -419,6 +421,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 quant=args.quant, calib_method=args.calib_method,
                 dump_passes=Path(args.dump_passes) if args.dump_passes else None, log=log,
                 progress=progress, quant_report=report, calibration=table, precision=args.precision,
+                firmware_pdp=args.format == "nvdla",
             )
     finally:
         status.clear()  # before any error line
@@ -432,14 +435,39 @@ def cmd_compile(args: argparse.Namespace) -> int:
         cfgs = Network(msg).emit_trace(trace_input, Path(args.emit_trace), input_files=inputs)
         print(f"Wrote {_count(len(cfgs), 'trace')} to {Path(args.emit_trace) / msg.hw_config} "
               f"(play them with: dla trace {args.emit_trace}).")
-    write_loadable(out, msg, validate=False, inputs=inputs)
-    print(_summary(msg, out))
+    if args.format == "nvdla":
+        _write_nvdla(out, msg, trace_input, inputs)
+    else:
+        write_loadable(out, msg, validate=False, inputs=inputs)
+        print(_summary(msg, out))
     if report is not None:
         _write_quant_report(Path(args.quant_report), report, inputs)
     if table is not None:
         write_atomic(Path(args.calib_table_out), json.dumps(table, indent=1) + "\n", inputs=inputs)
         print(f"Wrote the calibration of {_count(len(table), 'tensor')} to {args.calib_table_out}.")
     return 0
+
+
+def _write_nvdla(out: Path, msg, sample, inputs: list) -> None:
+    """``--format nvdla``: the compiled network as NVDLA's flatbuffer loadable (``runtime.nvdla.export``),
+    with ``sample`` (--input) baked into its input memory."""
+    from runtime.nvdla.export import NotExpressible, export
+
+    feeds = None
+    if sample is not None:
+        feeds = sample if isinstance(sample, dict) else {msg.inputs[0]: sample}
+        missing = [n for n in msg.inputs if n not in feeds]
+        if missing:
+            raise UserError(f"--input: no array for input {missing[0]!r}")
+        feeds = {k: (v if np.ndim(v) == 4 or np.ndim(v) == 2 else v[None]) for k, v in feeds.items()}
+    try:
+        blob = export(msg, sample=feeds)
+    except NotExpressible as exc:
+        raise UserError(f"--format nvdla: {exc}") from None
+    write_atomic(out, blob, inputs=inputs)
+    ops = sum(len(t.dla.ops) for t in msg.tasks if t.WhichOneof("kind") == "dla")
+    print(f"Wrote {out}: an NVDLA loadable for {msg.hw_config} ({_count(ops, 'DLA operation')}"
+          f"{', input baked in' if feeds else ''}; run it with: dla run {out} --config {msg.hw_config}).")
 
 
 def _write_quant_report(path: Path, rows: list, inputs: list) -> None:
@@ -687,6 +715,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"hardware config to compile for: {', '.join(sorted(PRESETS))} (NVDLA's opendla-small, "
                         "opendla-large and opendla-full name nv_small, nv_large and nv_full)")
     c.add_argument("-o", "--output", required=True, metavar="OUT.dla", help="the loadable to write")
+    c.add_argument("--format", choices=("dla", "nvdla"), default="dla",
+                   help="dla (default): our loadable; nvdla: NVDLA's flatbuffer loadable (.nvdla) that its "
+                        "runtime and kmd firmware run (averages then take the firmware's reciprocals; "
+                        "--input bakes a sample into its input memory)")
     cal = c.add_mutually_exclusive_group()
     cal.add_argument("--calib-images", metavar="DIR", help="calibrate activation scales on these images")
     cal.add_argument("--calib-random", type=int, metavar="N", help="calibrate on N random inputs")
@@ -709,7 +741,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--dump-passes", metavar="DIR", help="write the graph after every compiler pass here")
     c.add_argument("--emit-trace", metavar="DIR",
                    help="also write one NVDLA trace per DLA task for --input (DIR/<config>/task_*)")
-    c.add_argument("--input", metavar="X.npy", help="the input for --emit-trace (float NCHW)")
+    c.add_argument("--input", metavar="X.npy", help="the input for --emit-trace, or the sample --format nvdla "
+                                                    "bakes in (float NCHW)")
     _add_timeout(c, "compile")
     _max_memory_option(c)
     c.set_defaults(func=cmd_compile)

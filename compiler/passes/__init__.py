@@ -33,6 +33,9 @@ class CompileContext:
     calibrated: dict[str, float] = field(default_factory=dict)
     #: tensors whose scale a pre-quantized model gave (``Graph.quant_scales``): kept exactly, no headroom
     fixed_scales: set[str] = field(default_factory=set)
+    #: the network is for NVDLA's kmd firmware (``--format nvdla``): averages keep their input's scale and
+    #: take the firmware's reciprocal table (it programs no other), and need one PDP pass
+    firmware_pdp: bool = False
     #: per-channel mean of each tensor over the calibration inputs (bias correction)
     channel_mean: dict[str, object] = field(default_factory=dict)
     #: activation scale of every tensor (filled by the quantize pass)

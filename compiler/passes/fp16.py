@@ -155,6 +155,11 @@ def fp16_params(g: Graph, ctx: CompileContext) -> Graph:
                 shape = g.shapes[n.inputs[0]]
                 n.attrs["sdp"] = sdp_params(n, int(shape[1]) if len(shape) >= 2 else int(shape[0]))
             elif n.op == "dla.pdp":
+                if ctx.firmware_pdp and n.attrs["method"] == "avg" and (n.attrs.get("regions")
+                                                                         or float(n.attrs.get("gain", 1.0)) != 1.0):
+                    raise ValueError(f"average pooling {list(n.attrs['kernel'])}: NVDLA's firmware programs "
+                                     "reciprocals 1/kernel only, but it takes several passes or regions; no "
+                                     "--format nvdla for it")
                 n.attrs["pdp"] = pdp_params(n, n.attrs["kernel"], n.attrs["stride"], n.attrs["pads"])
                 if n.attrs.get("regions"):
                     n.attrs["pdp_regions"] = [(r, pdp_params(n, r.kernel, r.stride, r.pads))

@@ -26,6 +26,7 @@ from compiler.ir import Graph, Node
 from compiler.passes import CompileContext
 from compiler.postops import Affine, PostOp, PRelu, Relu, by_stage
 from compiler.unionfind import UnionFind
+from golden.engines.pdp import FIRMWARE_RECIP_KERNEL
 
 #: Extra fraction bits of the internal SDP scale below the output scale (precision headroom).
 HEADROOM_BITS = 10
@@ -93,7 +94,7 @@ def tensor_scales(g: Graph, amax: dict[str, float], fixed: set[str] | frozenset[
     # Where the model's output range is no narrower than its input's, no average can leave it: no headroom.
     widened: set[str] = set()
     for n in g.nodes:
-        if n.op == "dla.pdp" and n.attrs["method"] == "avg" and n.outputs[0] in amax:
+        if n.op == "dla.pdp" and n.attrs["method"] == "avg" and n.outputs[0] in amax and not n.attrs.get("same_scale"):
             r = uf.find(n.outputs[0])
             ri = uf.find(n.inputs[0])
             if r in pinned and ri in pinned and group_max[r] >= group_max[ri]:
@@ -356,6 +357,10 @@ def quantize(g: Graph, ctx: CompileContext) -> Graph:
     # a capped ReLU's output (ReLU6) saturates at its calibrated range: its group keeps that range exactly
     capped = {n.outputs[0] for n in g.nodes
               if n.attrs.get("post") and isinstance(n.attrs["post"][-1], Relu) and n.attrs["post"][-1].cap is not None}
+    if ctx.firmware_pdp:  # the firmware's reciprocals rescale nothing: an average keeps its input's scale
+        for n in g.nodes:
+            if n.op == "dla.pdp" and n.attrs["method"] == "avg":
+                n.attrs["same_scale"] = True
     scales = tensor_scales(g, ctx.amax, ctx.fixed_scales, QMAX[ctx.precision],
                            headroom=RANGE_HEADROOM[ctx.precision], exact=capped)
     ctx.scales = scales
@@ -422,8 +427,17 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
         gain = float(n.attrs.get("gain", 1.0))  # a padded multi-pass global average (lowering._global_pool)
         gain *= scales[n.inputs[0]] / scales[n.outputs[0]]
 
+        if ctx.firmware_pdp and n.attrs["method"] == "avg" and (n.attrs.get("regions") or abs(gain - 1) > 1e-12):
+            why = "its edge windows divide by fewer taps (one pass per region)" if n.attrs.get("regions") \
+                else "it takes several passes (a kernel beyond 8) whose reciprocals share the divisor"
+            raise ValueError(f"average pooling {list(n.attrs['kernel'])}: NVDLA's firmware programs reciprocals "
+                             f"1/kernel only, but {why}; no --format nvdla for it")
+
         def params(kernel, stride, pads) -> PdpParams:
-            rw, rh = pool_reciprocals(*kernel, gain)
+            if ctx.firmware_pdp:
+                rw, rh = (FIRMWARE_RECIP_KERNEL[dtype == "fp16"][k - 1] for k in (kernel[1], kernel[0]))
+            else:
+                rw, rh = pool_reciprocals(*kernel, gain)
             return PdpParams(n.attrs["method"], tuple(kernel), tuple(stride), tuple(pads), recip_w=rw, recip_h=rh,
                              precision=dtype)
 

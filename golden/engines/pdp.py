@@ -62,6 +62,10 @@ AVERAGE, MAX, MIN = 0, 1, 2
 METHOD_NAMES = {AVERAGE: "average", MAX: "max", MIN: "min"}
 #: Largest pooling kernel; the KERNEL_WIDTH/HEIGHT fields could encode 16.
 MAX_KERNEL = 8
+#: 1/kernel size as NVDLA's kmd firmware (``pdp.c``) writes RECIP_KERNEL_WIDTH/HEIGHT for kernel sizes 1..8:
+#: the int (16.16) and the fp16 encodings. A loadable run by that firmware gets these, nothing else.
+FIRMWARE_RECIP_KERNEL = ((0x10000, 0x8000, 0x5555, 0x4000, 0x3333, 0x2AAA, 0x2492, 0x2000),
+                         (0x7C00, 0x7800, 0x7555, 0x7400, 0x7266, 0x7155, 0x7092, 0x7000))
 #: Width (bits) of the sign extension of PAD_VALUE_1X..7X per data type (cmod ``int_sign_extend`` sign bits
 #: 7..10 for int8, 15..18 for int16).
 PAD_VALUE_BITS = {"int8": (8, 9, 10, 10, 11, 11, 11), "int16": (16, 17, 18, 18, 19, 19, 19)}

@@ -6,6 +6,7 @@
   ``--profile`` forces); its int8 outputs equal the golden target's in the same mode.
 - TFLite models quantized by ai-edge-quantizer (their scales kept, requantized by X1 x X2 multiplier pairs):
   int8 outputs equal golden's.
+- The zoo's networks exported by ``dla compile --format nvdla``: outputs equal golden's.
 - NVDLA-format loadables written by ``runtime.nvdla.writer``: every nv_small trace the golden model passes and
   ``regressions.nvdla.from_trace`` re-expresses as kmd descriptors (CONV, SDP, PDP, CDP), plus hand-built SDP
   and PDP loadables with two ops in flight, all in one simulation; their outputs' CRCs equal the traces' and
@@ -202,6 +203,31 @@ def test_nvdla_loadables_on_nvdla_rtl(pytestconfig: pytest.Config, tmp_path: Pat
     assert not bad, f"{len(bad)} of {len(blobs)} loadables differ:\n" + "\n".join(bad)
     assert results[-2].tasks[0].stats.max_in_flight["SDP"] == 2
     assert results[-1].tasks[0].stats.max_in_flight["PDP"] == 2
+
+
+#: ``dla compile --format nvdla`` exports on the DUT: make test runs the residual net, level ci all five.
+EXPORT_NETS = ("lenet", "poolnet", "resnet", "mobilenet", "inception")
+
+
+def test_exported_networks_on_nvdla_rtl_equal_golden(tmp_path: Path) -> None:
+    """The zoo's networks (logits) compiled with --format nvdla, a sample baked in, run by the firmware model
+    in one simulation of NVDLA's RTL: every output's bytes equal the firmware model's on golden, and those
+    equal what our own loadable writes for the sample (``tests/runtime/test_nvdla_export.py``)."""
+    from regressions.lib.zoo.imagenet import without_softmax
+    from runtime.nvdla.export import export
+
+    blobs = []
+    for name in (EXPORT_NETS if FULL else ("resnet",)):
+        g = onnx_frontend.load(without_softmax(ZOO[name](0)))
+        msg, _, _ = compile_graph(g, CONFIG, firmware_pdp=True)
+        net = Network(msg)
+        blobs.append((name, export(msg, sample={net.inputs[0]: inputs(net)})))
+    nets = [NvdlaNetwork(fbs.parse(blob), path=name) for name, blob in blobs]
+    results = run_nvdla_networks(nets, HW, simulator=SIMULATOR,
+                                 options=nvdla_rtl_options(runs_root=str(tmp_path / "runs")))
+    bad = [name for (name, blob), result in zip(blobs, results) if [o.data for o in result.outputs] != _golden(blob)]
+    assert not bad, f"exported networks whose RTL output differs from golden: {bad}"
+    assert all(r.cycles > 0 for r in results)
 
 
 def _edge_pools() -> "onnx.ModelProto":

@@ -2,14 +2,14 @@
 (on-the-fly pooling of SDP output has no RDMA), reciprocal kernel sizes from a fixed table."""
 from __future__ import annotations
 
+from golden.engines.pdp import FIRMWARE_RECIP_KERNEL
 from golden.intr import done_bit
 from runtime.nvdla.descriptors import MEM_HW, OP_PDP, PdpOpDesc, PdpSurfaceDesc
 from runtime.nvdla.engines import PRECISION, RAM, Programmer, Group, FirmwareStep, hi32, lo32, register
 
 _POOL = ("POOLING_METHOD_AVERAGE", "POOLING_METHOD_MAX", "POOLING_METHOD_MIN")
 #: 1/kernel size in the int (16.16) and fp16 encodings the firmware writes, kernel sizes 1..8
-RECIP_KERNEL = ((0x10000, 0x8000, 0x5555, 0x4000, 0x3333, 0x2AAA, 0x2492, 0x2000),
-                (0x7C00, 0x7800, 0x7555, 0x7400, 0x7266, 0x7155, 0x7092, 0x7000))
+RECIP_KERNEL = FIRMWARE_RECIP_KERNEL
 MAX_SPLIT_NUM = 64
 MAX_CUBE = 8192  # DCUBE_MAX_WIDTH/HEIGHT/CHANNEL
 

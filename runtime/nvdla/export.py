@@ -1,0 +1,156 @@
+"""A compiled network (our loadable) as an NVDLA flatbuffer loadable (``.nvdla``) that NVDLA's runtime and kmd
+firmware run: ``dla compile --format nvdla``.
+
+Every DLA operation's register program, relocated as the executor places the regions, is mapped back onto
+kmd descriptors by ``runtime.nvdla.inverse`` and checked forward (the firmware programmer must write what
+the program writes); an operation the descriptors cannot say is refused naming it and the register. The
+regions become memories (weights as SET contents, the others allocated), so every cube keeps its offset in
+its region; the dependency graph comes from the tensors: an operation waits for the operations that wrote
+what it reads, and for those that read or wrote memory it overwrites (the memory plan reuses bytes). The
+network's inputs are INPUT memories (their content, when a sample is given, baked in as SET data, as the
+firmware model runs a loadable's own memory) and its outputs OUTPUT memories with tensor descriptors.
+
+CPU tasks have no equivalent here but NVDLA's EMU softmax, which computes differently from ours; networks with
+CPU operations are refused (compile their logits). Multi-task networks are one DLA task, in order.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from loadable import loadable_pb2 as pb
+from loadable.format import feature_span, surfaces
+from runtime.executor import FEATURE_NUMPY, Network, to_feature
+from runtime.nvdla import descriptors as d
+from runtime.nvdla import fbs
+from runtime.nvdla.inverse import ENGINE_UNIT, INVERSES, NotExpressible, Regs, check_expressible, engine_of
+from runtime.nvdla.writer import LoadableBuilder
+
+__all__ = ["export", "NotExpressible"]
+
+#: Our FEATURE dtypes as NVDLA tensor data types (dla_data_type: INT8 4, INT16 5, FP16 6... as nvdla_runtime).
+_DATA_TYPE = {pb.Tensor.INT8: 4, pb.Tensor.INT16: 5, pb.Tensor.FP16: 6}
+
+
+def _span(t: pb.Tensor) -> tuple[int, int, int]:
+    """(region, first byte, end byte) of a FEATURE tensor's cube."""
+    return t.region, t.offset, t.offset + feature_span(t)
+
+
+def _overlap(a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
+    return a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
+
+def _tensor_desc(t: pb.Tensor, name: str) -> fbs.TensorDesc:
+    elem = FEATURE_NUMPY[t.dtype].itemsize
+    size = feature_span(t)
+    return fbs.TensorDesc(name=name, id=0, mem_id=0, size=size, data_type=_DATA_TYPE[t.dtype],
+                          n=1, c=t.channels, h=t.height, w=t.width,
+                          strides=[elem, t.atom * elem, t.line_stride, t.surface_stride, size, 0, 0, 0])
+
+
+def _packed(t: pb.Tensor, x: np.ndarray, net: Network) -> bytes:
+    """A float input as the bytes of its cube (quantized or narrowed as the tensor is)."""
+    elem = FEATURE_NUMPY[t.dtype]
+    q = to_feature(np.asarray(x, dtype=np.float32), t)
+    lanes = np.zeros((surfaces(t) * t.atom, t.height, t.width), dtype=elem)
+    lanes[: t.channels] = np.asarray(q).astype(elem).reshape(t.channels, t.height, t.width)
+    raw = lanes[..., None].view(np.uint8)
+    buf = np.zeros(feature_span(t), dtype=np.uint8)
+    off = net.offsets(t)  # (relative to the cube's first byte)
+    for b in range(elem.itemsize):
+        buf[off + b] = raw[..., b]
+    return buf.tobytes()
+
+
+def export(msg: pb.Loadable, *, sample: Mapping[str, np.ndarray] | None = None, legacy: bool = False) -> bytes:
+    """The NVDLA loadable of a compiled network; ``sample`` (input name -> float array in the model's shape,
+    batch 1) is baked into the input memories. Raises NotExpressible naming the operation (or task) that has
+    no descriptor equivalent."""
+    net = Network(msg)
+    cpu = [t for t in msg.tasks if t.WhichOneof("kind") != "dla"]
+    if cpu:
+        t = cpu[0]
+        raise NotExpressible(f"task {t.id} {t.name!r}: CPU operation {t.cpu.op} (NVDLA loadables run only DLA "
+                             f"tasks and the EMU's softmax; compile without it, e.g. the logits)")
+    b = LoadableBuilder(legacy=legacy)
+    tensors = net.tensors
+    # bytes of each region: weights, and the input sample where one is given
+    contents: dict[int, bytearray] = {}
+    for r in msg.regions:
+        if r.content:
+            contents[r.id] = bytearray(r.content.ljust(r.size, b"\0"))
+    for name in msg.inputs:
+        t = tensors[name]
+        if sample is not None and name in sample and t.storage == pb.Tensor.FEATURE:
+            data = contents.setdefault(t.region, bytearray(net.regions[t.region].size))
+            data[t.offset:t.offset + feature_span(t)] = _packed(t, np.asarray(sample[name])[0], net)
+    index: dict[int, int] = {}
+    for r in msg.regions:
+        data = bytes(contents[r.id]) if r.id in contents else None
+        index[r.id] = b.buffer(r.name or f"region{r.id}", r.size, data, cvsram=r.ram_type == 0)
+    placement = net.placement
+    where = sorted((placement.address(r.id), placement.address(r.id) + r.size, r.id) for r in msg.regions)
+
+    def locate(addr: int) -> tuple[int, int]:
+        for lo, hi, rid in where:
+            if lo <= addr < hi:
+                return rid, addr - lo
+        raise NotExpressible(f"address {addr:#x} is in no region")
+
+    ops_of: list[tuple[set[tuple], set[tuple]]] = []  # per builder op: (spans read, spans written)
+    first_of_dla: list[int] = []
+    for task, i, op in net.dla_ops():
+        prog = net.program(task, i)
+        values: dict[tuple[str, str], int] = {}
+        writes: list[tuple[str, str, int]] = []
+        for addr, value, _ in prog.writes:
+            reg = net.regmap.lookup(addr)
+            if reg is None:
+                continue
+            values[(reg.unit, reg.name)] = value
+            writes.append((reg.unit, reg.name, value))
+        where_op = f"task {task.id} op {i} {op.name!r}"
+        try:
+            engine = engine_of(values, writes)
+            regs = Regs(net.regmap, values, net.hw)
+            result = INVERSES[engine](regs, writes)
+            invs = result if isinstance(result, list) else [result]
+            enabled = {u for u, n, v in writes if n == "D_OP_ENABLE" and v & 1 and u in INVERSES}
+            if {ENGINE_UNIT[inv.op_type] for inv in invs} != enabled:
+                raise NotExpressible(f"enables {', '.join(sorted(enabled))}, but only "
+                                     f"{', '.join(d.OP_NAMES[v.op_type] for v in invs)} are fused to {engine}")
+            check_expressible(invs, regs, values, net.hw, engine)
+        except NotExpressible as exc:
+            raise NotExpressible(f"{where_op}: {exc}") from None
+        reads = {_span(tensors[n]) for n in op.inputs if tensors[n].storage == pb.Tensor.FEATURE}
+        wrote = {_span(tensors[n]) for n in op.outputs if tensors[n].storage == pb.Tensor.FEATURE}
+        # an op waits for earlier ops that wrote what it reads (RAW) or read/wrote what it writes (WAR, WAW)
+        after = sorted({j for j, (r0, w0) in enumerate(ops_of)
+                        if any(_overlap(a, c) for a in reads for c in w0)
+                        or any(_overlap(a, c) for a in wrote for c in (r0 | w0))})
+        base = len(ops_of)
+        first_of_dla.append(base)
+        for k, inv in enumerate(invs):
+            surface = inv.surface
+            for name, addr in inv.cubes.items():
+                rid, offset = locate(addr)
+                cube = getattr(surface, name)
+                if legacy:
+                    cube.address = b.window(index[rid], offset, net.regions[rid].size - offset)
+                else:
+                    cube.address, cube.offset = index[rid], offset
+            if inv.lut is not None:
+                inv.op.lut_index = b.lut(inv.lut)
+            fused = base + inv.fused_to if inv.fused_to is not None else None
+            # the chain's head carries the dependencies; the fused ones follow it on the fly
+            b.op(inv.op_type, inv.op, surface, after=after if k == 0 else [], fused_to=fused)
+            ops_of.append((reads if k == 0 else set(), wrote if k == len(invs) - 1 else set()))
+    for name in msg.outputs:
+        t = tensors[name]
+        if t.storage != pb.Tensor.FEATURE:
+            raise NotExpressible(f"output {name!r} is not a DLA feature tensor")
+        view = b.window(index[t.region], t.offset, feature_span(t)) if t.offset else index[t.region]
+        b.output(view, _tensor_desc(t, name))
+    return b.build()

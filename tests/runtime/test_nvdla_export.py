@@ -1,0 +1,116 @@
+"""``dla compile --format nvdla`` (``runtime.nvdla.export``): compiled networks as NVDLA flatbuffer loadables.
+
+Every zoo network (logits: the softmax is a CPU task NVDLA's loadables cannot hold) compiled for nv_small
+and nv_full in int8, and for nv_full in fp16, exported with a sample baked into its input memory and run
+by the kmd firmware model on golden, writes exactly the bytes our own loadable writes for that sample.
+What the kmd descriptors cannot say is refused naming the operation.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from compiler.driver import compile_graph, random_inputs
+from compiler.errors import CompileError
+from compiler.frontend import onnx as onnx_frontend
+from golden.config import get_config
+from regressions.lib.zoo import models as zoo
+from regressions.lib.zoo.imagenet import without_softmax
+from runtime.executor import FEATURE_NUMPY, Network
+from runtime.nvdla import fbs
+from runtime.nvdla.export import NotExpressible, export
+from runtime.nvdla.run import NvdlaNetwork
+from runtime.suite import TARGETS
+
+NETS = ("lenet", "poolnet", "resnet", "mobilenet", "inception")
+CASES = [(n, "nv_small", "int8") for n in NETS] + [(n, "nv_full", "int8") for n in NETS] \
+    + [(n, "nv_full", "fp16") for n in NETS if n != "inception"]  # (inception's LRN is a CPU task in fp16)
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(name: str, config: str, precision: str):
+    g = onnx_frontend.load(without_softmax(getattr(zoo, name)(0)))
+    calib = random_inputs(g, 4, seed=1) if precision != "fp16" else None
+    ld, _, _ = compile_graph(g, config, calib_inputs=calib, precision=precision, firmware_pdp=True)
+    return ld
+
+
+def sample(net: Network) -> np.ndarray:
+    shape = net.input_shapes()[net.inputs[0]]
+    return np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+
+
+def nvdla_output(blob: bytes, net: Network, config: str) -> np.ndarray:
+    """The exported loadable's output, run by the firmware model on golden, as our tensor's elements."""
+    hw = get_config(config)
+    result = NvdlaNetwork(fbs.parse(blob)).run(TARGETS["golden"](hw), hw=hw)
+    (out,) = result.outputs
+    t = net.tensors[net.outputs[0]]
+    data = np.frombuffer(out.data, dtype=np.uint8)
+    elem = FEATURE_NUMPY[t.dtype]
+    off = net.offsets(t)[: t.channels]
+    return np.ascontiguousarray(np.stack([data[off + b] for b in range(elem.itemsize)], -1)).view(elem)[..., 0]
+
+
+@pytest.mark.parametrize("name,config,precision", CASES)
+def test_exported_network_writes_what_our_loadable_writes(name: str, config: str, precision: str) -> None:
+    ld = compiled(name, config, precision)
+    net = Network(ld)
+    x = sample(net)
+    blob = export(ld, sample={net.inputs[0]: x})
+    want = net.run({net.inputs[0]: x}, raw=True)[net.outputs[0]]
+    got = nvdla_output(blob, net, config)
+    assert got.reshape(-1).tobytes() == np.ascontiguousarray(want).reshape(-1).tobytes()
+
+
+def test_cpu_operations_are_refused_naming_the_task() -> None:
+    g = onnx_frontend.load(zoo.lenet(0))  # ends in a softmax: a CPU task
+    ld, _, _ = compile_graph(g, "nv_small", calib_inputs=random_inputs(g, 2, seed=1), firmware_pdp=True)
+    with pytest.raises(NotExpressible, match=r"task \d+ .*CPU operation Softmax"):
+        export(ld)
+
+
+def test_averages_need_the_firmwares_reciprocals() -> None:
+    """Without --format nvdla, an average may rescale in its reciprocals: the export names the register; with
+    it, the compiler keeps the input's scale and the firmware's 1/kernel table, and an average whose edge
+    windows count fewer taps is refused at compile time naming the layer."""
+    g = onnx_frontend.load(without_softmax(zoo.poolnet(0)))
+    ld, _, _ = compile_graph(g, "nv_small", calib_inputs=random_inputs(g, 4, seed=1))
+    with pytest.raises(NotExpressible, match=r"op \d+ .*PDP.D_RECIP_KERNEL_WIDTH"):
+        export(ld)
+    m = without_softmax(zoo.poolnet(0))
+    pool = next(n for n in m.graph.node if n.op_type == "AveragePool")
+    del pool.attribute[:]
+    pool.attribute.extend([onnx.helper.make_attribute("kernel_shape", [3, 3]),
+                           onnx.helper.make_attribute("pads", [1, 1, 1, 1]),
+                           onnx.helper.make_attribute("count_include_pad", 0)])
+    g = onnx_frontend.load(m)
+    with pytest.raises(CompileError, match=r"NVDLA's firmware programs reciprocals 1/kernel only"):
+        compile_graph(g, "nv_small", calib_inputs=random_inputs(g, 2, seed=1), firmware_pdp=True)
+
+
+def test_cli_writes_an_nvdla_loadable_dla_run_takes(tmp_path: Path, capsys) -> None:
+    from app.cli import main
+
+    model = tmp_path / "resnet.onnx"
+    onnx.save(without_softmax(zoo.resnet(0)), model)
+    x = tmp_path / "x.npy"
+    np.save(x, np.random.default_rng(5).standard_normal((1, 3, 32, 32)).astype(np.float32))
+    out = tmp_path / "resnet.nvdla"
+    assert main(["compile", str(model), "--config", "nv_small", "--format", "nvdla", "--input", str(x),
+                 "-o", str(out)]) == 0
+    assert "an NVDLA loadable for nv_small" in capsys.readouterr().out
+    assert main(["run", str(out), "--config", "nv_small", "--dimg", str(tmp_path / "dimg")]) == 0
+    assert (tmp_path / "dimg" / "o_000000.dimg").stat().st_size > 0
+    # a softmax network: one line naming the CPU task, exit 2, nothing written
+    full = tmp_path / "full.onnx"
+    onnx.save(zoo.resnet(0), full)
+    bad = tmp_path / "bad.nvdla"
+    assert main(["compile", str(full), "--config", "nv_small", "--format", "nvdla", "-o", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--format nvdla: task" in err[0] and "CPU operation Softmax" in err[0]
+    assert not bad.exists()
