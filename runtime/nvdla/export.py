@@ -153,4 +153,12 @@ def export(msg: pb.Loadable, *, sample: Mapping[str, np.ndarray] | None = None, 
             raise NotExpressible(f"output {name!r} is not a DLA feature tensor")
         view = b.window(index[t.region], t.offset, feature_span(t)) if t.offset else index[t.region]
         b.output(view, _tensor_desc(t, name))
+    bound = {tensors[n].region for n in msg.outputs}
+    for name in msg.inputs:  # an input in a memory of its own is bound for NVDLA's runtime (--image)
+        t = tensors[name]
+        if t.storage == pb.Tensor.FEATURE and t.region not in bound and \
+                sum(u.region == t.region for u in tensors.values() if u.storage == pb.Tensor.FEATURE) == 1:
+            bound.add(t.region)
+            view = b.window(index[t.region], t.offset, feature_span(t)) if t.offset else index[t.region]
+            b.input(view, _tensor_desc(t, name))
     return b.build()

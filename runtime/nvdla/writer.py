@@ -92,14 +92,24 @@ class LoadableBuilder:
 
     def output(self, index: int, tensor: fbs.TensorDesc) -> None:
         """Mark buffer ``index`` as a network output described by ``tensor`` (mem_id is filled in)."""
+        self._bind(index, tensor, fbs.MEM_OUTPUT)
+
+    def input(self, index: int, tensor: fbs.TensorDesc) -> None:
+        """Mark buffer ``index`` as a network input described by ``tensor``: NVDLA's runtime binds the
+        user's data there (its SET contents, if any, are the sample the loadable carries)."""
+        self._bind(index, tensor, fbs.MEM_INPUT)
+
+    def _bind(self, index: int, tensor: fbs.TensorDesc, flag: int) -> None:
         entry = self.ld.addresses[self._addresses[index]]
         mem = self.ld.memories[entry.mem_id]
-        mem.flags |= fbs.MEM_OUTPUT
+        if mem.flags & (fbs.MEM_INPUT | fbs.MEM_OUTPUT):
+            raise ValueError(f"memory {mem.id} is already bound (one tensor per input/output memory)")
+        mem.flags |= flag
         tensor.id = len(self.ld.tensors)
         tensor.mem_id = mem.id
         tensor.offset = entry.offset
         mem.tensor_desc_id = tensor.id
-        mem.bind_id = sum(1 for m in self.ld.memories if m.flags & fbs.MEM_OUTPUT) - 1
+        mem.bind_id = sum(1 for m in self.ld.memories if m.flags & flag) - 1
         self.ld.tensors.append(tensor)
 
     # ---- ops -------------------------------------------------------------------------------------
