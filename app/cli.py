@@ -421,7 +421,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 quant=args.quant, calib_method=args.calib_method,
                 dump_passes=Path(args.dump_passes) if args.dump_passes else None, log=log,
                 progress=progress, quant_report=report, calibration=table, precision=args.precision,
-                firmware_pdp=args.format == "nvdla",
+                **({"firmware_pdp": True} if args.format == "nvdla" else {}),
             )
     finally:
         status.clear()  # before any error line

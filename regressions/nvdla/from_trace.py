@@ -25,10 +25,9 @@ import numpy as np
 
 from golden.config import HwConfig
 from golden.regs import RegisterMap, register_map
-from runtime.nvdla import descriptors as d
 from runtime.nvdla import fbs
-from runtime.nvdla.inverse import (ENGINE_UNIT, IGNORED, INVERSES, Inverse, Irrelevant, NotExpressible, Regs,
-                                   check_expressible, engine_of, register_inverse, register_irrelevant)
+from runtime.nvdla.inverse import (IGNORED, INVERSES, Inverse, Irrelevant, NotExpressible, invert, register_inverse,
+                                   register_irrelevant)
 from runtime.nvdla.writer import LoadableBuilder
 from runtime.trace import CheckCrc, MemInit, MemLoad, RegWrite, parse_cfg, parse_dat
 
@@ -62,15 +61,7 @@ def convert(cfg: Path | str, hw: HwConfig, *, legacy: bool = False) -> Converted
     regmap = register_map(hw.address_map)
     trace = parse_cfg(cfg, regmap)
     values, writes = _registers(trace, regmap)
-    engine = engine_of(values, writes)
-    regs = Regs(regmap, values, hw)
-    result = INVERSES[engine](regs, writes)
-    invs = result if isinstance(result, list) else [result]
-    enabled = {u for u, n, v in writes if n == "D_OP_ENABLE" and v & 1 and u in INVERSES}
-    if {ENGINE_UNIT[inv.op_type] for inv in invs} != enabled:
-        raise NotExpressible(f"the trace enables {', '.join(sorted(enabled))}, but only "
-                             f"{', '.join(d.OP_NAMES[i.op_type] for i in invs)} are fused to {engine}")
-    check_expressible(invs, regs, values, hw, engine)
+    engine, invs = invert(values, writes, regmap, hw)
     # memory: trace loads become SET buffers; CRC regions become outputs
     b = LoadableBuilder(legacy=legacy)
     regions: list[tuple[int, int, int]] = []  # (start, end, buffer index)

@@ -22,9 +22,8 @@ import numpy as np
 from loadable import loadable_pb2 as pb
 from loadable.format import feature_span, surfaces
 from runtime.executor import FEATURE_NUMPY, Network, to_feature
-from runtime.nvdla import descriptors as d
 from runtime.nvdla import fbs
-from runtime.nvdla.inverse import ENGINE_UNIT, INVERSES, NotExpressible, Regs, check_expressible, engine_of
+from runtime.nvdla.inverse import NotExpressible, invert
 from runtime.nvdla.writer import LoadableBuilder
 
 __all__ = ["export", "NotExpressible"]
@@ -113,15 +112,7 @@ def export(msg: pb.Loadable, *, sample: Mapping[str, np.ndarray] | None = None, 
             writes.append((reg.unit, reg.name, value))
         where_op = f"task {task.id} op {i} {op.name!r}"
         try:
-            engine = engine_of(values, writes)
-            regs = Regs(net.regmap, values, net.hw)
-            result = INVERSES[engine](regs, writes)
-            invs = result if isinstance(result, list) else [result]
-            enabled = {u for u, n, v in writes if n == "D_OP_ENABLE" and v & 1 and u in INVERSES}
-            if {ENGINE_UNIT[inv.op_type] for inv in invs} != enabled:
-                raise NotExpressible(f"enables {', '.join(sorted(enabled))}, but only "
-                                     f"{', '.join(d.OP_NAMES[v.op_type] for v in invs)} are fused to {engine}")
-            check_expressible(invs, regs, values, net.hw, engine)
+            _, invs = invert(values, writes, net.regmap, net.hw)
         except NotExpressible as exc:
             raise NotExpressible(f"{where_op}: {exc}") from None
         reads = {_span(tensors[n]) for n in op.inputs if tensors[n].storage == pb.Tensor.FEATURE}

@@ -30,7 +30,7 @@ from runtime.nvdla.engines import FirmwareStep, Group, programmer_of
 from golden.regs import RegisterMap
 
 __all__ = ["NotExpressible", "Inverse", "Regs", "INVERSES", "IGNORED", "Irrelevant", "register_inverse",
-           "register_irrelevant", "check_expressible", "engine_of", "ENGINE_UNIT"]
+           "register_irrelevant", "check_expressible", "engine_of", "ENGINE_UNIT", "invert"]
 
 
 #: registers the firmware never writes whose value cannot change the result
@@ -331,5 +331,21 @@ def engine_of(values: dict, writes: list) -> str:
                              f"({len(enabled)} enables of {', '.join(sorted(units)) or 'no supported engine'})")
     return heads[0]
 
+
+
+def invert(values: dict[tuple[str, str], int], writes: list[tuple[str, str, int]], regmap: RegisterMap,
+           hw: HwConfig) -> tuple[str, list[Inverse]]:
+    """The ops (a chain fused on the fly) one op's final register ``values`` (and its ``writes``, in order,
+    for the LUT port) mean, checked forward: (engine, ops). Raises NotExpressible."""
+    engine = engine_of(values, writes)
+    regs = Regs(regmap, values, hw)
+    result = INVERSES[engine](regs, writes)
+    invs = result if isinstance(result, list) else [result]
+    enabled = {u for u, n, v in writes if n == "D_OP_ENABLE" and v & 1 and u in INVERSES}
+    if {ENGINE_UNIT[inv.op_type] for inv in invs} != enabled:
+        raise NotExpressible(f"the program enables {', '.join(sorted(enabled))}, but only "
+                             f"{', '.join(d.OP_NAMES[i.op_type] for i in invs)} are fused to {engine}")
+    check_expressible(invs, regs, values, hw, engine)
+    return engine, invs
 
 from runtime.nvdla import inverse_sdp_conv  # noqa: E402,F401  (registers the SDP and CONV inverses)
