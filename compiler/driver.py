@@ -229,6 +229,10 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
                                      "or QLinear ops); compile it in int8")
     model_scales.propagate(g)
     model_ranges = {t: 127.0 * s for t, s in g.quant_scales.items()}  # a pre-quantized model's scales
+    if g.range_hints:  # (a table the user gives wins)
+        log(f"{len(g.range_hints)} tensors have asymmetric int8 quantization: their ranges calibrate a symmetric "
+            f"network, which is close to the model's int8 arithmetic but not bit-comparable with it")
+        calib_table = {**g.range_hints, **(calib_table or {})}
     ctx = CompileContext(hw=hw, quant=quant, calib_method=calib_method, log=log, progress=progress, precision=precision,
                          amax={**model_ranges, **(calib_table or {})}, keep_histograms=histograms,
                          fixed_scales=set(model_ranges) - set(calib_table or {}), firmware_pdp=firmware_pdp)

@@ -75,6 +75,9 @@ class Graph:
     #: Activation scales a pre-quantized model gives (QuantizeLinear/QLinear* ops): tensor -> real value of one
     #: int8 step. The compiler keeps them instead of calibrating those tensors.
     quant_scales: dict[str, float] = field(default_factory=dict)
+    #: Activation ranges (largest magnitude) a model gives that the DLA's symmetric int8 cannot keep as scales
+    #: (asymmetric zero points): they replace calibration for those tensors, as a calibration table would.
+    range_hints: dict[str, float] = field(default_factory=dict)
 
     # ---- queries ----------------------------------------------------------------------------------
     def where(self, node: Node) -> str:

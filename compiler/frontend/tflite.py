@@ -11,9 +11,10 @@ zero PAD is folded into the convolution or pooling reading it, as the DLA has no
 An int8 model keeps its quantization, like a pre-quantized ONNX model (``onnx_quant``): the IR stays float
 (weights are the model's int8 values times their scales), activation scales go to ``Graph.quant_scales`` and
 per-output-channel weight scales to the conv's or FC's ``weight_scale``, so the compiler neither calibrates
-those tensors nor re-rounds the weights. The DLA's int8 is symmetric: an activation zero point other than 0
-(128 for uint8) is refused, naming the tensor; ai-edge-quantizer writes symmetric activations with
-``activation_tensor_config.symmetric = true``.
+those tensors nor re-rounds the weights. The DLA's int8 is symmetric: a tensor with another zero point than 0
+(128 for uint8), as TFLite's converter writes them, gives its range instead (``Graph.range_hints``), which
+calibrates a symmetric network close to the model's arithmetic but not bit-comparable with it;
+ai-edge-quantizer writes symmetric activations with ``activation_tensor_config.symmetric = true``.
 
 Each builtin operator is one registration in ``OPS``; an operator without one, or an option a handler does
 not take, is a one-line ``CompileError`` naming the file, the operator's output tensor and its type.
@@ -531,8 +532,9 @@ def _ir_shape(c: _Converter, i: int) -> Shape:
     raise c.err(f"input {c.name(i)!r} of shape {list(shape)}: only (N, H, W, C) images and (N, features) vectors")
 
 
-def _record_scale(c: _Converter, i: int, consumer_kinds: set[str]) -> None:
-    """An int8 activation's scale into ``quant_scales`` (symmetric only)."""
+def _record_scale(c: _Converter, i: int) -> None:
+    """An int8 activation's scale into ``quant_scales`` (symmetric), or its range into ``range_hints``
+    (asymmetric)."""
     kind = c.type_name(i)
     if kind in ("float32", "float16"):
         return
@@ -546,14 +548,14 @@ def _record_scale(c: _Converter, i: int, consumer_kinds: set[str]) -> None:
     if scale.size != 1:
         raise c.err(f"tensor {c.name(i)!r} has per-axis activation scales (the DLA's activations have one)")
     symmetric = 128 if kind == "uint8" else 0
-    if int(zp.reshape(-1)[0]) != symmetric and not consumer_kinds <= {"DEQUANTIZE"} | _FLOAT_OUT:
-        raise c.err(f"tensor {c.name(i)!r} has zero point {int(zp.reshape(-1)[0])} ({kind}): the DLA's int8 "
-                    f"tensors are symmetric; quantize with symmetric activations (ai-edge-quantizer: "
-                    f"activation_tensor_config symmetric=true)")
     if not np.isfinite(scale[0]) or scale[0] <= 0:
         raise c.err(f"tensor {c.name(i)!r} has scale {scale[0]}, not a positive number")
-    if int(zp.reshape(-1)[0]) == symmetric:  # (``compiler.model_scales`` carries it to the views around)
+    z = int(zp.reshape(-1)[0])
+    if z == symmetric:  # kept exactly (``compiler.model_scales`` carries it to the views around)
         c.g.quant_scales.setdefault(c.ir[i], float(scale[0]))
+    else:  # TFLite's converter's asymmetric int8: the range it covers calibrates the symmetric network
+        lo, hi = (-128, 127) if kind == "int8" else (0, 255)
+        c.g.range_hints.setdefault(c.ir[i], float(scale[0]) * max(abs(lo - z), abs(hi - z)))
 
 
 #: Operators whose output the CPU computes in float: the int8 grid TFLite gives it (softmax's 1/256) is moot.
@@ -588,17 +590,13 @@ def load_bytes(buf: bytes, path: Path) -> Graph:
             if any(i >= c.sg.TensorsLength() for i in ins + outs) or not outs:
                 raise CompileError(src, f"operator {j} ({kind}) names a tensor out of range or has no output")
             ops.append(_Op(kind, ins, outs, fo.BuiltinOptions(), j))
-        consumers: dict[int, set[str]] = {}
-        for o in ops:
-            for i in o.inputs:
-                consumers.setdefault(i, set()).add(o.kind)
         for i in (int(i) for i in c.sg.InputsAsNumpy()):
             c.here, c.kind = c.name(i), "input"
             name = c.fresh(c.name(i))
             c.g.inputs.append(name)
             c.g.shapes[name] = _ir_shape(c, i)
             c.ir[i] = name
-            _record_scale(c, i, consumers.get(i, set()))
+            _record_scale(c, i)
         for o in ops:
             c.here, c.kind = c.name(o.outputs[0]), o.kind
             if o.kind not in OPS:
@@ -611,7 +609,7 @@ def load_bytes(buf: bytes, path: Path) -> Graph:
                 continue
             c.ir[o.outputs[0]] = y
             if o.kind not in _FLOAT_OUT:
-                _record_scale(c, o.outputs[0], consumers.get(o.outputs[0], set()))
+                _record_scale(c, o.outputs[0])
             want = c.tflite_shape(o.outputs[0])
             got = c.shape(y)
             nhwc = (got[0], got[2], got[3], got[1]) if len(got) == 4 else got
