@@ -708,8 +708,9 @@ def build_parser() -> argparse.ArgumentParser:
     _max_memory_option(t)
     t.set_defaults(func=_guarded(cmd_trace))  # a crash outside a trace's own outcome: one line, exit 1
 
-    c = sub.add_parser("compile", help="compile a Caffe or ONNX model into a loadable")
-    c.add_argument("model", metavar="MODEL", help="the model: ONNX (.onnx), Caffe (.prototxt), Keras (.h5) or PNNX (.pnnx.param)")
+    c = sub.add_parser("compile", help="compile a model (ONNX, Caffe, Keras, PNNX, TFLite) into a loadable")
+    c.add_argument("model", metavar="MODEL", help="the model: ONNX (.onnx), Caffe (.prototxt), Keras (.h5), PNNX (.pnnx.param) or "
+                        "TFLite (.tflite)")
     c.add_argument("--weights", metavar="FILE", help="Caffe weights (.caffemodel), or a PNNX .bin not beside its .param")
     c.add_argument("--config", "--configtarget", required=True, type=_config_target, metavar="CONFIG",
                    help=f"hardware config to compile for: {', '.join(sorted(PRESETS))} (NVDLA's opendla-small, "
