@@ -28,8 +28,8 @@ from runtime.nvdla.writer import LoadableBuilder
 
 __all__ = ["export", "NotExpressible"]
 
-#: Our FEATURE dtypes as NVDLA tensor data types (dla_data_type: INT8 4, INT16 5, FP16 6... as nvdla_runtime).
-_DATA_TYPE = {pb.Tensor.INT8: 4, pb.Tensor.INT16: 5, pb.Tensor.FP16: 6}
+#: Our FEATURE dtypes as the loadable schema's tensor DataType (HALF 2, INT16 3, INT8 4).
+_DATA_TYPE = {pb.Tensor.INT8: 4, pb.Tensor.INT16: 3, pb.Tensor.FP16: 2}
 
 
 def _span(t: pb.Tensor) -> tuple[int, int, int]:
