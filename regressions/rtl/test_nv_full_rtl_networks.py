@@ -1,0 +1,73 @@
+"""16-bit networks on NVDLA's nv_full RTL (Verilator), byte for byte against the golden model.
+
+nv_full is the configuration with the int16 and fp16 datapaths (nv_small's RTL has neither), but its Verilator
+build takes about 34 minutes and 8 GB on 2 cores (``../shared/nvdla/rtl/README.md``), so this unit runs only
+when ``DLA_NV_FULL_RTL=1`` (level nightly and up); the build is cached under ``build/sim`` like every DUT's.
+The zoo's LeNet compiled for nv_full in fp16 and in int16 runs on the DUT (our loadable through the cocotb
+testbench, and the fp16 one also exported with ``--format nvdla`` through the firmware model) and its outputs
+equal golden's.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.targets import register_simulators
+from compiler.driver import compile_graph
+from compiler.frontend import onnx as onnx_frontend
+from conftest import DEFAULT_SHARED
+from golden.config import get_config
+from regressions.lib.zoo.imagenet import without_softmax
+from regressions.lib.zoo.models import lenet
+from runtime.executor import Network
+
+register_simulators()
+pytestmark = pytest.mark.rtl
+ENABLED = os.environ.get("DLA_NV_FULL_RTL", "") not in ("", "0")
+
+
+def filelist() -> Path:
+    """nv_full's file list: ``$NVDLA_RTL/nv_full/nv_full.f`` (as for nv_small), else the shared copy."""
+    root = os.environ.get("NVDLA_RTL", "").strip()
+    f = (Path(root).expanduser() if root else DEFAULT_SHARED / "rtl") / "nv_full" / "nv_full.f"
+    if not f.is_file():
+        pytest.skip(f"no nv_full RTL at {f}")
+    return f
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int16"])
+def test_16_bit_network_on_nv_full_rtl_equals_golden(precision: str, tmp_path: Path) -> None:
+    if not ENABLED:
+        pytest.skip("nv_full's RTL build takes ~34 min and 8 GB: level nightly (DLA_NV_FULL_RTL=1)")
+    options = {"filelist": str(filelist()), "runs_root": str(tmp_path / "runs")}
+    msg, _, _ = compile_graph(onnx_frontend.load(lenet(0)), "nv_full", precision=precision)
+    net = Network(msg)
+    x = np.random.default_rng(5).standard_normal((2, 1, 28, 28)).astype(np.float32)
+    want = net.run(x, raw=True)
+    got = net.run(x, target="verilator", raw=True, rtl_options=options)
+    for name in net.outputs:
+        assert got[name].tobytes() == want[name].tobytes(), name
+
+
+def test_fp16_nvdla_export_on_nv_full_rtl_equals_golden(tmp_path: Path) -> None:
+    if not ENABLED:
+        pytest.skip("nv_full's RTL build takes ~34 min and 8 GB: level nightly (DLA_NV_FULL_RTL=1)")
+    from runtime.golden_target import GoldenTarget
+    from runtime.nvdla import fbs
+    from runtime.nvdla.export import export
+    from runtime.nvdla.run import NvdlaNetwork
+    from tb.nvdla_network import run_nvdla_networks
+
+    hw = get_config("nv_full")
+    msg, _, _ = compile_graph(onnx_frontend.load(without_softmax(lenet(0))), "nv_full", precision="fp16",
+                              firmware_pdp=True)
+    net = Network(msg)
+    x = np.random.default_rng(5).standard_normal((1, 1, 28, 28)).astype(np.float32)
+    blob = export(msg, sample={net.inputs[0]: x})
+    want = [o.data for o in NvdlaNetwork(fbs.parse(blob)).run(GoldenTarget(hw)).outputs]
+    (result,) = run_nvdla_networks([NvdlaNetwork(fbs.parse(blob), path="lenet_fp16")], hw, simulator="verilator",
+                                   options={"filelist": str(filelist()), "runs_root": str(tmp_path / "runs")})
+    assert [o.data for o in result.outputs] == want
