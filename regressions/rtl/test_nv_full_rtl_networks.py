@@ -5,7 +5,9 @@ build takes about 34 minutes and 8 GB on 2 cores (``../shared/nvdla/rtl/README.m
 when ``DLA_NV_FULL_RTL=1`` (level nightly and up); the build is cached under ``build/sim`` like every DUT's.
 The zoo's LeNet compiled for nv_full in fp16 and in int16 runs on the DUT (our loadable through the cocotb
 testbench, and the fp16 one also exported with ``--format nvdla`` through the firmware model) and its outputs
-equal golden's.
+equal golden's; so does its convolution part alone. Measured on 2026-11-28: int16 whole and fp16 convolutions
+equal golden; the fp16 whole network hangs at its split FC's first piece (SDP's done bit never comes, where
+golden completes): an open finding these cases keep failing on until it is explained.
 """
 from __future__ import annotations
 
@@ -38,12 +40,25 @@ def filelist() -> Path:
     return f
 
 
+def convs_only(model):
+    """LeNet up to its second pooling: the convolutions and poolings without the split FC (whose fp16 run
+    hangs on this RTL: the open finding the whole-network case keeps failing on)."""
+    import onnx.shape_inference
+    import onnx.utils
+
+    cut = [n.output[0] for n in model.graph.node if n.op_type == "MaxPool"][-1]
+    inferred = onnx.shape_inference.infer_shapes(model)
+    return onnx.utils.Extractor(inferred).extract_model([model.graph.input[0].name], [cut])
+
+
 @pytest.mark.parametrize("precision", ["fp16", "int16"])
-def test_16_bit_network_on_nv_full_rtl_equals_golden(precision: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("part", ["whole", "convs"])
+def test_16_bit_network_on_nv_full_rtl_equals_golden(precision: str, part: str, tmp_path: Path) -> None:
     if not ENABLED:
         pytest.skip("nv_full's RTL build takes ~34 min and 8 GB: level nightly (DLA_NV_FULL_RTL=1)")
     options = {"filelist": str(filelist()), "runs_root": str(tmp_path / "runs")}
-    msg, _, _ = compile_graph(onnx_frontend.load(lenet(0)), "nv_full", precision=precision)
+    model = lenet(0) if part == "whole" else convs_only(lenet(0))
+    msg, _, _ = compile_graph(onnx_frontend.load(model), "nv_full", precision=precision)
     net = Network(msg)
     x = np.random.default_rng(5).standard_normal((2, 1, 28, 28)).astype(np.float32)
     want = net.run(x, raw=True)
