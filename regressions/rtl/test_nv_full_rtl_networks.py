@@ -6,8 +6,9 @@ when ``DLA_NV_FULL_RTL=1`` (level nightly and up); the build is cached under ``b
 The zoo's LeNet compiled for nv_full in fp16 and in int16 runs on the DUT (our loadable through the cocotb
 testbench, and the fp16 one also exported with ``--format nvdla`` through the firmware model) and its outputs
 equal golden's; so does its convolution part alone. Measured on 2026-11-28: int16 whole and fp16 convolutions
-equal golden; the fp16 whole network hangs at its split FC's first piece (SDP's done bit never comes, where
-golden completes): an open finding these cases keep failing on until it is explained.
+equal golden; the fp16 whole network hangs at its FC: this RTL does not finish an fp16 convolution with more
+than 256 kernels (a single 4x4x50 FC: 256 pass, 272 hang; CACC completes, SDP's done bit never comes), which
+golden does not model yet: an open finding this case keeps failing on until it is explained.
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def filelist() -> Path:
 
 
 def convs_only(model):
-    """LeNet up to its second pooling: the convolutions and poolings without the split FC (whose fp16 run
+    """LeNet up to its second pooling: the convolutions and poolings without the 500-kernel FC (whose fp16 run
     hangs on this RTL: the open finding the whole-network case keeps failing on)."""
     import onnx.shape_inference
     import onnx.utils
