@@ -117,6 +117,17 @@ def feature_offsets(t: pb.Tensor) -> np.ndarray:
     return tensor_layout(t).byte_offsets()[..., 0]
 
 
+def pack_feature(buf: np.ndarray, t: pb.Tensor, q: np.ndarray, offsets: np.ndarray) -> None:
+    """Write (C, H, W) elements (the tensor's int8, int16 or fp16) into ``buf``, the bytes of its cube from
+    its first byte (``offsets``: ``feature_offsets``), padding lanes zeroed, other bytes kept."""
+    elem = FEATURE_NUMPY[t.dtype]
+    lanes = np.zeros((surfaces(t) * t.atom, t.height, t.width), dtype=elem)
+    lanes[: t.channels] = np.asarray(q).astype(elem).reshape(t.channels, t.height, t.width)
+    raw = lanes[..., None].view(np.uint8)  # (C, H, W, bytes), little-endian
+    for b in range(elem.itemsize):
+        buf[offsets + b] = raw[..., b]
+
+
 @dataclass(frozen=True)
 class Placement:
     """Absolute base address and memory of every region."""
@@ -518,15 +529,9 @@ class _Execution:
         of its span, so bytes between lines and surfaces (possibly another tensor's) are kept; padding lanes
         are zeroed."""
         t = self._feature(name)
-        elem = FEATURE_NUMPY[t.dtype]
         addr, span, mem = self._where(t)
         buf = np.frombuffer(await self.target.read_mem(addr, span, mem), dtype=np.uint8).copy()
-        lanes = np.zeros((surfaces(t) * t.atom, t.height, t.width), dtype=elem)
-        lanes[: t.channels] = np.asarray(q).astype(elem).reshape(t.channels, t.height, t.width)
-        raw = lanes[..., None].view(np.uint8)  # (C, H, W, bytes), little-endian
-        off = self.net.offsets(t)
-        for b in range(elem.itemsize):
-            buf[off + b] = raw[..., b]
+        pack_feature(buf, t, q, self.net.offsets(t))
         await self.target.write_mem(addr, buf.tobytes(), mem)
 
     async def read_feature(self, name: str) -> np.ndarray:

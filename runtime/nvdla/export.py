@@ -20,8 +20,8 @@ from typing import Mapping
 import numpy as np
 
 from loadable import loadable_pb2 as pb
-from loadable.format import feature_span, surfaces
-from runtime.executor import FEATURE_NUMPY, Network, to_feature
+from loadable.format import feature_span
+from runtime.executor import FEATURE_NUMPY, Network, pack_feature, to_feature
 from runtime.nvdla import fbs
 from runtime.nvdla.inverse import NotExpressible, invert
 from runtime.nvdla.writer import LoadableBuilder
@@ -51,15 +51,8 @@ def _tensor_desc(t: pb.Tensor, name: str) -> fbs.TensorDesc:
 
 def _packed(t: pb.Tensor, x: np.ndarray, net: Network) -> bytes:
     """A float input as the bytes of its cube (quantized or narrowed as the tensor is)."""
-    elem = FEATURE_NUMPY[t.dtype]
-    q = to_feature(np.asarray(x, dtype=np.float32), t)
-    lanes = np.zeros((surfaces(t) * t.atom, t.height, t.width), dtype=elem)
-    lanes[: t.channels] = np.asarray(q).astype(elem).reshape(t.channels, t.height, t.width)
-    raw = lanes[..., None].view(np.uint8)
     buf = np.zeros(feature_span(t), dtype=np.uint8)
-    off = net.offsets(t)  # (relative to the cube's first byte)
-    for b in range(elem.itemsize):
-        buf[off + b] = raw[..., b]
+    pack_feature(buf, t, to_feature(np.asarray(x, dtype=np.float32), t), net.offsets(t))
     return buf.tobytes()
 
 
