@@ -22,6 +22,7 @@ import numpy as np
 
 from app.errors import UserError
 from app.targets import register_simulators
+from compiler.profiles import DEFAULT_PROFILE, PROFILES, optimised_ops
 from dlaio import OutputError, check_output, input_files, write_atomic
 from dlaio.inputs import not_a_file
 from golden.budget import BudgetSettingError, MemoryBudgetError, max_memory, parse_size, set_max_memory
@@ -345,6 +346,9 @@ def _summary(msg, out: Path | None = None) -> str:
             f"{f', {macs:,} MACs' if macs else ''}) and {_count(len(cpu), 'CPU operation')}"
             f"{f' ({chr(44).join(cpu_ops)})' if cpu_ops else ''}; {weights:,} weight bytes; activations "
             f"{peak:,} bytes planned peak vs {unshared:,} unshared{saved}.")
+    used = [f"{n} with {what}" for what, n in optimised_ops(msg).items() if n]
+    if used:
+        text += f" Operations using optional optimisations: {', '.join(used)}."
     if out is not None:
         text += f" Wrote {out}."
     return textwrap.fill(text, width=100, break_long_words=False, break_on_hyphens=False)
@@ -422,6 +426,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 dump_passes=Path(args.dump_passes) if args.dump_passes else None, log=log,
                 progress=progress, quant_report=report, calibration=table, precision=args.precision,
                 **({"firmware_pdp": True} if args.format == "nvdla" else {}),
+                **({"profile": args.profile} if args.profile != DEFAULT_PROFILE else {}),
             )
     finally:
         status.clear()  # before any error line
@@ -732,6 +737,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the network's data type on the DLA: int8 (calibrated; the default where the config "
                         "has it) or fp16 (no calibration; the default on configs without int8). NVDLA's "
                         "compiler calls it --cprecision")
+    c.add_argument("--profile", choices=tuple(PROFILES), default=DEFAULT_PROFILE,
+                   help="optional hardware optimisations, as NVDLA's compiler names them: basic (none), default "
+                        "(CBUF data/weight reuse across split convolutions), performance and fast-math (also "
+                        "compressed weights where they fetch fewer bytes and Winograd for eligible 3x3 "
+                        "convolutions, on configs that have them)")
     c.add_argument("--quant", "--quantizationMode", choices=("per-kernel", "per-filter"), default="per-filter",
                    help="weight quantization granularity (default per-filter)")
     c.add_argument("--calib-method", choices=("minmax", "percentile", "entropy"), default="minmax",

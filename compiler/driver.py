@@ -32,6 +32,7 @@ from compiler.passes.partition import partition
 from compiler.passes.quantize import quantize
 from compiler.passes.fp16 import fp16_params
 from compiler.passes.split_conv import split_conv
+from compiler.passes.winograd import winograd
 from golden.budget import MemoryBudgetError, check_size
 from golden.config import PRESETS, get_config
 
@@ -53,6 +54,7 @@ PIPELINE = [
     ("calibrate", calibrate),
     ("equalize_concats", equalize_concats),
     ("lower", lower),
+    ("winograd", winograd),
     ("quantize", quantize),
     ("partition", partition),
     ("split_conv", split_conv),
@@ -201,14 +203,16 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
                   progress: Callable[[str], None] = lambda m: None,
                   histograms: bool = False,
                   observe: Callable[[str, Graph], None] | None = None,
-                  precision: str | None = None, firmware_pdp: bool = False) -> tuple[object, Graph, CompileContext]:
+                  precision: str | None = None, firmware_pdp: bool = False,
+                  profile: str | None = None) -> tuple[object, Graph, CompileContext]:
     """Compile an IR graph; returns (Loadable proto, lowered graph, context). Tests use the graph and the
     context (scales, plan) to replay single layers. ``histograms`` keeps every tensor's calibration histogram
     in the context (for ``compiler.quant_report``) even when the method does not need them. ``observe`` is
     called with (pass name, graph) after every pass. ``precision`` (None: ``default_precision``) is the
     networks' data type on the DLA. ``firmware_pdp``: for NVDLA's firmware (``--format nvdla``), averages
-    take its reciprocal table."""
+    take its reciprocal table. ``profile`` names the optional optimisations (``compiler.profiles``)."""
     from compiler.emit import emit_loadable
+    from compiler.profiles import get_profile
 
     if quant not in QUANT_MODES:
         raise CompileError("", f"--quant must be one of {', '.join(QUANT_MODES)}")
@@ -235,7 +239,8 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
         calib_table = {**g.range_hints, **(calib_table or {})}
     ctx = CompileContext(hw=hw, quant=quant, calib_method=calib_method, log=log, progress=progress, precision=precision,
                          amax={**model_ranges, **(calib_table or {})}, keep_histograms=histograms,
-                         fixed_scales=set(model_ranges) - set(calib_table or {}), firmware_pdp=firmware_pdp)
+                         fixed_scales=set(model_ranges) - set(calib_table or {}), firmware_pdp=firmware_pdp,
+                         profile=get_profile(profile))
     if precision != "fp16":
         ctx.calib_inputs = calib_inputs if calib_inputs is not None else random_inputs(g, DEFAULT_CALIB_RANDOM)
     pm = PassManager(pipeline(precision), dump_passes, observe)
@@ -248,7 +253,8 @@ def compile_model(model: Path, *, weights: Path | None = None, config: str, cali
                   calib_random: int | None = None, calib_table: Path | None = None, quant: str = "per-filter",
                   calib_method: str = "minmax", dump_passes: Path | None = None, log: Callable[[str], None] = print,
                   progress: Callable[[str], None] = lambda m: None, quant_report: list | None = None,
-                  calibration: dict | None = None, precision: str | None = None, firmware_pdp: bool = False):
+                  calibration: dict | None = None, precision: str | None = None, firmware_pdp: bool = False,
+                  profile: str | None = None):
     """Compile a Caffe or ONNX model for a hardware preset; raises CompileError on bad input. ``progress``
     hears what is being done ("loading the model", "pass 3/9: quantize") for a status line. A ``quant_report``
     list receives the per-layer quantization report (``compiler.quant_report``), worst layer first; a
@@ -274,7 +280,7 @@ def compile_model(model: Path, *, weights: Path | None = None, config: str, cali
     ld, lowered, ctx = compile_graph(g, config, calib_inputs=feeds, calib_table=table, quant=quant,
                                      calib_method=calib_method, dump_passes=dump_passes, log=log, progress=progress,
                                      histograms=quant_report is not None, precision=precision,
-                                     firmware_pdp=firmware_pdp)
+                                     firmware_pdp=firmware_pdp, profile=profile)
     if calibration is not None:
         calibration.update(calib_table_json(ctx.calibrated))
     if quant_report is not None:

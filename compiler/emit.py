@@ -2,12 +2,14 @@
 SDP operands in the WEIGHTS region, tensors, tasks and the memory plan."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from compiler.codegen.cdp import emit_cdp
-from compiler.codegen.conv import emit_conv
+from compiler.codegen import wcomp
+from compiler.codegen.conv import CbufReuse, CompressedPlacement, emit_conv
+from compiler.codegen.winograd import emit_winograd, pack_winograd_weights, winograd_weight_bytes
 from compiler.codegen.pack import pack_dc_weights, pack_operands
 from compiler.codegen.pdp import emit_pdp
 from compiler.codegen.wide import emit_pdp_wide
@@ -83,6 +85,78 @@ def _place_operands(prm, weights: _Weights, plan: MemoryPlan, dst: Cube, atom: i
     return placed
 
 
+def _compressed_weights(name: str, hw, ctx: CompileContext, pieces, reuses, streams: dict, kernel: tuple[int, int, int],
+                        weights: _Weights) -> dict | None:
+    """The conv's weights compressed, per piece key: (stream location, ``CompressedPlacement``), when the
+    profile asks for it, the config has it, every piece can leave the last CBUF bank to the WMB and fetch its
+    weights fresh (kept or reused weights stay plain), and it fetches fewer bytes; else None (plain)."""
+    if not (ctx.profile.compress_weights and hw.weight_compression) or ctx.precision == "fp16":
+        return None  # (golden's fp16 direct conv fetches plain weights: compressed fp16 is refused there)
+    if any(rs.keep_weights or rs.reuse_weights for rs in reuses):
+        return None
+    if any(pc.data_banks > hw.cbuf_bank_number - 2 for pc in pieces):
+        return None
+    r, s, _ = kernel
+    bpe, group = ctx.bpe, hw.mac_atomic_k_for(ctx.precision)
+    comps = {}
+    for (k0, k1, c0), raw in streams.items():
+        pc = next(p for p in pieces if p.kernels == (k0, k1) and (p.channels or (0, 0))[0] == c0)
+        c1 = pc.channels[1] if pc.channels else kernel[2]
+        per_kernel = (c1 - c0) * r * s
+        if wcomp.group_wmb_entries(per_kernel, k1 - k0, group) > wcomp.MAX_GROUP_WMB_ENTRIES:
+            return None
+        comps[(k0, k1, c0)] = wcomp.compress(raw[: (k1 - k0) * per_kernel * bpe], bpe=bpe, kernels=k1 - k0,
+                                             kernel_group=group)
+    if sum(cw.fetched for cw in comps.values()) >= sum(len(raw) for raw in streams.values()):
+        return None
+    placed = {}
+    for key, cw in comps.items():
+        loc = weights.add(cw.stream)
+        placed[key] = (loc, CompressedPlacement(weights.add(cw.wmb), len(cw.wmb), weights.add(cw.wgs),
+                                                len(cw.stream)))
+    ctx.log(f"{name}: compressed weights, {sum(len(raw) for raw in streams.values())} -> "
+            f"{sum(cw.fetched for cw in comps.values())} bytes fetched")
+    return placed
+
+
+def _winograd_op(g: Graph, n: Node, ctx: CompileContext, weights: _Weights, src: Cube, dst: Cube,
+                 layer: str) -> list[pb.DlaOp]:
+    """One Winograd convolution (``compiler.passes.winograd``) with its SDP stages on the fly."""
+    conv, sdp, geo = n.attrs["conv"], n.attrs["sdp"], n.attrs["conv"].winograd
+    hw = ctx.hw
+    u = conv.weights
+    k = u.shape[0]
+    stream = pack_winograd_weights(u, hw, ctx.precision)
+    regs = RegProgram(hw, strict=True)
+    spec = _WinogradSpec(ctx.precision, geo.pad, geo.ext, conv.pra_truncate, conv.clip_truncate)
+    emit_winograd(regs, src, weights.add(stream), winograd_weight_bytes(len(stream)), (k, geo.ce), dst, spec,
+                  sdp=sdp, operands=_place_operands(sdp, weights, ctx.plan, dst, ctx.atom, 0, 0, ctx.bpe))
+    _, c, r, s = n.attrs["weight"].shape if "weight" in n.attrs else (k, geo.ce, 3, 3)
+    op = pb.DlaOp(name=n.name, engines=CONV_ENGINES, layer=layer, interrupt_mask=1 << done_bit("SDP"),
+                  macs=k * c * r * s * dst.height * dst.width)
+    _to_pb_writes(hw, regs, op)
+    op.inputs.extend([t for t in n.inputs if t])
+    op.outputs.extend(n.outputs)
+    return [op]
+
+
+@dataclass(frozen=True)
+class _WinogradSpec:
+    """What ``emit_winograd`` asks of a Winograd convolution (stride 1: no channel extension)."""
+
+    precision: str
+    pad: tuple[int, int, int, int]
+    ext: tuple[int, int]
+    pra_truncate: int
+    clip_truncate: int
+    stride: tuple[int, int] = (1, 1)
+    pad_value: int = 0
+    out_cvt: tuple[int, int, int] = (0, 1, 0)
+
+    def ext_hw(self) -> tuple[int, int]:
+        return self.ext
+
+
 def _to_pb_writes(hw, regs: RegProgram, op: pb.DlaOp) -> None:
     rmap = register_map(hw.address_map)
     base = rmap.bases
@@ -118,17 +192,26 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
     ops = []
     if n.op == "dla.conv":
         conv, sdp = n.attrs["conv"], n.attrs["sdp"]
+        if conv.winograd is not None:
+            return _winograd_op(g, n, ctx, weights, src, dst, layer)
         wq = conv.weights
         k, c, r, s = wq.shape
         pieces = n.attrs["pieces"]
-        wlocs = {}
+        reuses = [cbuf_reuse(hw, pieces, i, (pc.channels[1] - pc.channels[0] if pc.channels else c) * r * s * bpe)
+                  if ctx.profile.cbuf_reuse else CbufReuse() for i, pc in enumerate(pieces)]
+        streams = {}
         for pc in pieces:
             k0, k1 = pc.kernels
             c0, c1 = pc.channels or (0, c)
-            if (k0, k1, c0) not in wlocs:
-                wlocs[(k0, k1, c0)] = weights.add(pack_dc_weights(wq[k0:k1, c0:c1], hw, dtype))
+            if (k0, k1, c0) not in streams:
+                streams[(k0, k1, c0)] = pack_dc_weights(wq[k0:k1, c0:c1], hw, dtype)
+        packed = _compressed_weights(n.name, hw, ctx, pieces, reuses, streams, (r, s, c), weights)
+        if packed is not None:
+            wlocs = {key: loc for key, (loc, _) in packed.items()}
+        else:
+            wlocs = {key: weights.add(raw) for key, raw in streams.items()}
         for i, pc in enumerate(pieces):
-            reuse = cbuf_reuse(hw, pieces, i, (pc.channels[1] - pc.channels[0] if pc.channels else c) * r * s * bpe)
+            reuse = reuses[i]
             (o0, o1), (i0, i1), (k0, k1) = pc.out_rows, pc.in_rows, pc.kernels
             c0, c1 = pc.channels or (0, c)
             band = src.rows(i0, i1 - i0)
@@ -141,7 +224,8 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
             piece_conv = replace(conv, weights=wq[k0:k1, c0:c1], pad=(pc.pad_top, conv.pad[1]))
             regs = RegProgram(hw, strict=True)
             emit_conv(regs, band, wlocs[(k0, k1, c0)], (k1 - k0, c1 - c0, r, s), out, piece_conv, prm, operands,
-                      data_banks=pc.data_banks, reuse=reuse)
+                      data_banks=pc.data_banks, reuse=reuse,
+                      compressed=packed[(k0, k1, c0)][1] if packed is not None else None)
             op = pb.DlaOp(name=n.name if len(pieces) == 1 else f"{n.name}#{i}", engines=CONV_ENGINES, layer=layer,
                           interrupt_mask=1 << done_bit("SDP"),
                           macs=(k1 - k0) * (c1 - c0) * r * s * (o1 - o0) * dst.width)

@@ -127,3 +127,6 @@ class ConvParams:
     clip_truncate: int = 0
     #: "int8"; "int16" or "fp16" (weights then hold int16 values or fp16 bit patterns)
     precision: str = "int8"
+    #: Winograd mode (``compiler.passes.winograd``): the geometry, and weights are then U (K, Ce, 4, 4)
+    winograd: object = None
+    pra_truncate: int = 0

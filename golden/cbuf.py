@@ -137,7 +137,9 @@ class CbufState:
         ring = self.weights
         used = (cdma.D_WEIGHT_SIZE_1.WEIGHT_KERNEL + 1) * (cdma.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL + 1)
         compressed = bool(cdma.D_WEIGHT_FORMAT.WEIGHT_FORMAT)
-        plan.consumed_entries = -(-used // entry)
+        # CSC consumes the entries it reads: the kernels' bytes, or, compressed, the whole sparse stream (which
+        # golden.engines.conv_wcomp requires WEIGHT_BYTES to span exactly)
+        plan.consumed_entries = -(-used // entry) if not compressed else cdma.D_WEIGHT_BYTES.WEIGHT_BYTES // entry
         if cdma.D_MISC_CFG.WEIGHT_REUSE and ring.skip:  # CDMA fetches nothing; CSC reads what was kept
             if ring.content is None or compressed:
                 raise UnsupportedError("CSC", "weight reuse of compressed weights is not modelled")

@@ -28,6 +28,17 @@ class CbufReuse:
                 "SKIP_WEIGHT_RLS": int(self.keep_weights), "WEIGHT_REUSE": int(self.reuse_weights)}
 
 
+@dataclass(frozen=True)
+class CompressedPlacement:
+    """Where a convolution's compressed weights live: the WMB (``wmb_bytes``) and WGS blocks; the stream itself
+    is at the weight address, ``stream_bytes`` long (whole CBUF entries)."""
+
+    wmb: Loc
+    wmb_bytes: int
+    wgs: Loc
+    stream_bytes: int
+
+
 def weight_fetch_bytes(hw: HwConfig, k: int, c: int, r: int, s: int, bpe: int = 1) -> int:
     """D_WEIGHT_BYTES: the kernels' bytes rounded up to whole CBUF entries, exactly the entries CSC consumes
     and releases. Fetching more leaves entries in the weight banks that the next convolution with the same
@@ -56,11 +67,14 @@ def emit_csc_window(p: RegProgram, kernel: tuple[int, int, int, int], weight_byt
 
 def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, int, int], dst: Cube, conv,
               sdp, operands: dict[str, OperandPlacement] | None = None, ram_type: int = 1,
-              data_banks: int | None = None, reuse: CbufReuse | None = None) -> None:
+              data_banks: int | None = None, reuse: CbufReuse | None = None,
+              compressed: CompressedPlacement | None = None) -> None:
     """``kernel`` = (K, C, R, S); ``conv`` a ``compiler.hwparams.ConvParams``-like object (stride, dilation,
     pad, pad_value, clip_truncate; optional ``cvt`` (offset, scale, truncate) for the CDMA input CVT);
     ``sdp`` the SDP parameters applied on the fly. Output size is ``dst``'s. ``reuse`` keeps this
-    operation's input or weights in the CBUF for the next one, or takes the previous one's."""
+    operation's input or weights in the CBUF for the next one, or takes the previous one's. ``compressed``:
+    the weights at ``weights`` are a compressed stream (``compiler.codegen.wcomp``) with its WMB and WGS; the
+    last CBUF bank is left to the WMB."""
     hw = p.hw
     k, c, r, s = kernel
     h, w = src.height, src.width
@@ -71,7 +85,7 @@ def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, in
     eps = entries_per_slice(hw, c, w, bpe)  # CBUF entries per input line, as the CBUF rule demands
     if data_banks is None:
         data_banks = -(-h * eps // cbuf_geometry(hw)[1])
-    wbytes = weight_fetch_bytes(hw, k, c, r, s, bpe)
+    wbytes = weight_fetch_bytes(hw, k, c, r, s, bpe) if compressed is None else compressed.stream_bytes
     pad_raw = conv.pad_value & (0xFF if bpe == 1 else 0xFFFF)
     proc = PRECISION_CODES[dtype]
     (sy, sx), (pt, pl) = conv.stride, conv.pad
@@ -102,7 +116,15 @@ def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, in
     p.reg("CDMA", "D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
     p.reg("CDMA", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_TOP=pt)
     p.reg("CDMA", "D_ZERO_PADDING_VALUE", pad_raw)
-    weight_banks = max(hw.cbuf_bank_number - data_banks - 1, 0)
+    weight_banks = max(hw.cbuf_bank_number - data_banks - (1 if compressed is None else 2), 0)
+    if hw.weight_compression:  # (registers keep their values: a plain conv after a compressed one says so)
+        for unit in ("CDMA", "CSC"):
+            p.reg(unit, "D_WEIGHT_FORMAT", WEIGHT_FORMAT=int(compressed is not None))
+    if compressed is not None:
+        for unit in ("CDMA", "CSC"):
+            p.reg(unit, "D_WMB_BYTES", WMB_BYTES=compressed.wmb_bytes)
+        p.addr("CDMA", "D_WMB_ADDR_LOW", compressed.wmb)
+        p.addr("CDMA", "D_WGS_ADDR_LOW", compressed.wgs)
     p.reg("CDMA", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=weight_banks)
     cvt = getattr(conv, "cvt", None)
     if cvt is not None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from compiler.ir import Graph
+from compiler.profiles import PROFILES, DEFAULT_PROFILE, Profile
 from dlaio import write_atomic
 from golden.config import BYTES_PER_ELEMENT, HwConfig
 
@@ -36,6 +37,8 @@ class CompileContext:
     #: the network is for NVDLA's kmd firmware (``--format nvdla``): averages keep their input's scale and
     #: take the firmware's reciprocal table (it programs no other), and need one PDP pass
     firmware_pdp: bool = False
+    #: the optional hardware optimisations to use (``--profile``; ``compiler.profiles``)
+    profile: Profile = PROFILES[DEFAULT_PROFILE]
     #: per-channel mean of each tensor over the calibration inputs (bias correction)
     channel_mean: dict[str, object] = field(default_factory=dict)
     #: activation scale of every tensor (filled by the quantize pass)

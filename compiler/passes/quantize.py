@@ -377,7 +377,9 @@ def quantize(g: Graph, ctx: CompileContext) -> Graph:
 def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileContext) -> None:
     hw, dtype = ctx.hw, ctx.precision
     qmax = QMAX[dtype]
-    if n.op == "dla.conv":
+    if n.op == "dla.conv" and n.attrs.get("winograd") is not None:
+        _quantize_winograd(g, n, scales, ctx)
+    elif n.op == "dla.conv":
         w = n.attrs["weight"]
         k = w.shape[0]
         model = n.attrs.get("weight_scale")
@@ -453,6 +455,42 @@ def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileCont
         except ValueError as exc:  # the CDP LUT cannot reach int8 accuracy here: run it on the CPU
             ctx.log(f"  {n.name}: LRN on the CPU ({exc})")
             n.op = "cpu.LRN"
+
+
+#: CSC D_PRA_CFG.PRA_TRUNCATE's largest value (RDL: 0..2).
+MAX_PRA_TRUNCATE = 2
+#: F(2x2, 3x3)'s weight transform: U = G g G^T.
+WINOGRAD_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+
+
+def _quantize_winograd(g: Graph, n: Node, scales: dict[str, float], ctx: CompileContext) -> None:
+    """A Winograd convolution: the float kernels transformed (U = G g G^T, channels padded to whole atoms) and
+    quantized per kernel in that domain; the accumulator then counts input steps x U steps x 2^PRA_TRUNCATE."""
+    dtype, qmax = ctx.precision, QMAX[ctx.precision]
+    geo = n.attrs["winograd"]
+    w = np.asarray(n.attrs["weight"], dtype=np.float64)
+    k, c = w.shape[:2]
+    u = np.zeros((k, geo.ce, 4, 4))
+    u[:, :c] = np.einsum("ir,kcrs,js->kcij", WINOGRAD_G, w, WINOGRAD_G)
+    peak = np.abs(u).reshape(k, -1).max(axis=1)
+    su = np.maximum(peak, 1e-12) / qmax
+    uq = np.clip(np.rint(u / su[:, None, None, None]), -qmax, qmax)
+    total = np.abs(uq).reshape(k, -1).sum(axis=1)
+    if dtype == "int8":
+        pra = ctx.profile.winograd_int8_pra_truncate
+    else:  # B^T d B adds 4 inputs: drop the bits the input's range headroom does not cover (a capped ReLU has none)
+        amax = ctx.amax.get(n.inputs[0])
+        headroom = qmax * scales[n.inputs[0]] / amax if amax else RANGE_HEADROOM[dtype]
+        pra = min(MAX_PRA_TRUNCATE, max(0, math.ceil(math.log2(4 / headroom) - 1e-9)))
+    # |A^T M A| <= sum |M| <= sum |U| * max |V|: the same bound as a direct convolution's
+    truncate = clip_truncate(float(total.max(initial=0.0)) * (qmax + 1)) if dtype == "int16" else 0
+    pt, pl = geo.pad[:2]
+    n.attrs["conv"] = ConvParams(weights=uq.astype(np.int8 if dtype == "int8" else np.int16), pad=(pt, pl),
+                                 clip_truncate=truncate, precision=dtype, winograd=geo, pra_truncate=pra)
+    in_scale = scales[n.inputs[0]] * su * 2.0 ** (truncate + pra)
+    n.attrs["sdp"] = sdp_params(n.attrs["post"], in_scale, scales[n.outputs[0]], scales, ctx.hw, g.where(n),
+                                exact=n.outputs[0] in ctx.fixed_scales, qmax=qmax)
+    n.attrs["sdp"].precision = dtype
 
 
 def _non_finite_parameters(n: Node) -> str | None:

@@ -127,6 +127,10 @@ def split_conv(g: Graph, ctx: CompileContext) -> Graph:
         k, _, r, s = n.attrs["weight"].shape
         out_h = _cube4(g.shapes[n.outputs[0]])[2]
         args = (tuple(n.attrs["stride"]), tuple(n.attrs["dilation"]), int(n.attrs["pads"][0]), out_h, ctx.precision)
+        geo = n.attrs.get("winograd")
+        if geo is not None:  # one operation: the Winograd pass checked that input and weights fit whole
+            n.attrs["pieces"] = [Piece((0, out_h), (0, h), geo.pad[0], (0, k), geo.data_banks)]
+            continue
         try:
             if diagonal_chunk(n.attrs["weight"], unit):
                 pieces = []
