@@ -21,6 +21,7 @@ from golden.lut import LutRegisters
 from regressions.lib.reference import cdp as ref_cdp
 from regressions.lib.reference import conv as ref_conv
 from regressions.lib.reference import conv_fp16 as ref_conv_fp16
+from regressions.lib.reference import conv_winograd as ref_wg
 from regressions.lib.reference import pdp as ref_pdp
 from regressions.lib.reference import pdp_fp16 as ref_pdp_fp16
 from regressions.lib.reference import sdp as ref_sdp
@@ -86,6 +87,14 @@ def reference(node, inputs: dict[str, np.ndarray], out_shape: tuple[int, int, in
             acc = ref_conv_fp16.direct_conv_fp16(x, conv.weights, stride=conv.stride, dilation=conv.dilation,
                                                  pad=conv.pad, pad_value=conv.pad_value, out_hw=(oh, ow))
             return ref_sdp_fp16.sdp_fp16(acc, reference_fp16_params(node.attrs["sdp"], inputs), fp32_input=True)
+        if conv.winograd is not None:  # U already transformed; every lane of the input atoms, padding lanes 0
+            geo = conv.winograd
+            xp = np.zeros((geo.ce,) + x.shape[1:], dtype=np.int64)
+            xp[:x.shape[0]] = x
+            acc = ref_wg.winograd_conv(xp, conv.weights.astype(np.int64), out_hw=(oh, ow), pad=geo.pad,
+                                       pad_value=conv.pad_value, pra_truncate=conv.pra_truncate,
+                                       clip_truncate=conv.clip_truncate, precision=conv.precision)
+            return ref_sdp.sdp(acc, reference_sdp_params(node.attrs["sdp"], inputs), out_bits=_BITS[conv.precision])
         # (the per-tap vectorized form of the same reference sum; tests check it equals the loop)
         acc = ref_conv.direct_conv_int8_vectorized(x, conv.weights.astype(np.int64), stride=conv.stride,
                                                    dilation=conv.dilation, pad=conv.pad, pad_value=conv.pad_value,
