@@ -32,10 +32,10 @@ CASES = [(n, "nv_small", "int8") for n in NETS] + [(n, "nv_full", "int8") for n 
 
 
 @functools.lru_cache(maxsize=None)
-def compiled(name: str, config: str, precision: str):
+def compiled(name: str, config: str, precision: str, profile: str = "default"):
     g = onnx_frontend.load(without_softmax(getattr(zoo, name)(0)))
     calib = random_inputs(g, 4, seed=1) if precision != "fp16" else None
-    ld, _, _ = compile_graph(g, config, calib_inputs=calib, precision=precision, firmware_pdp=True)
+    ld, _, _ = compile_graph(g, config, calib_inputs=calib, precision=precision, firmware_pdp=True, profile=profile)
     return ld
 
 
@@ -67,6 +67,25 @@ def test_exported_network_writes_what_our_loadable_writes(name: str, config: str
     want = net.run({net.inputs[0]: x}, raw=True)[net.outputs[0]]
     got = nvdla_output(blob, net, config)
     assert got.reshape(-1).tobytes() == np.ascontiguousarray(want).reshape(-1).tobytes()
+
+
+@pytest.mark.parametrize("name,precision,profile,feature", [
+    ("mobilenet", "int8", "performance", "compressed weights"),
+    ("resnet", "int16", "performance", "Winograd"),
+    ("inception", "int8", "fast-math", "Winograd"),
+])
+def test_exported_optimised_network_writes_what_our_loadable_writes(name: str, precision: str, profile: str,
+                                                                    feature: str) -> None:
+    """Compressed weights (WMB/WGS memories) and Winograd convolutions survive the kmd descriptors."""
+    from compiler.profiles import optimised_ops
+
+    ld = compiled(name, "nv_full", precision, profile)
+    assert optimised_ops(ld)[feature] >= 1
+    net = Network(ld)
+    x = sample(net)
+    blob = export(ld, sample={net.inputs[0]: x})
+    want = net.run({net.inputs[0]: x}, raw=True)[net.outputs[0]]
+    assert nvdla_output(blob, net, "nv_full").reshape(-1).tobytes() == np.ascontiguousarray(want).reshape(-1).tobytes()
 
 
 def test_cpu_operations_are_refused_naming_the_task() -> None:
