@@ -3,6 +3,16 @@ residual net (BatchNorm folded by its ``quant_pre_process``) in QDQ and in QOper
 per-channel weights. They compile with the model's own scales (QDQ: no calibration at all) and int8 weights,
 the DLA rounds and saturates where the model does, and golden is compared with onnxruntime's own execution of
 the quantized model: layer by layer within one output step, end to end within a few.
+
+onnxruntime runs the model as written, op by op (graph optimizations off). Its default optimizations fuse
+DequantizeLinear -> Conv -> QuantizeLinear into a QLinearConv and, on every x86 build (``QDQIsInt8Allowed()`` is
+false there), turn the int8 activations into uint8 (zero point 128): the U8S8 kernel of a CPU without VNNI
+(AVX2, AVX-512 without VNNI) adds pairs of u8 x s8 products in saturating 16 bits (vpmaddubsw), so large
+activations times large weights come out wrong by up to tens of steps. On an AVX2-only machine that fused
+path is more than one step off the QDQ model's own arithmetic on 4.6% of bn2's values (up to 41 steps) and
+on 79% of the logits (up to 58), alike with onnxruntime 1.20.1 and 1.32.0. Unfused, onnxruntime equals a float64 numpy
+evaluation of the QDQ graph (dequantize, float op, quantize rounding half to even) on every value of every
+cut; QOperator's QLinearConv keeps int8 activations and is exact either way.
 """
 from __future__ import annotations
 
@@ -17,7 +27,6 @@ import pytest
 from compiler.driver import compile_graph
 from compiler.errors import CompileError
 from compiler.frontend import onnx as onnx_frontend
-from regressions.lib.float_reference import session
 from regressions.lib.zoo.models import resnet
 from runtime.executor import Network
 
@@ -61,16 +70,31 @@ def models(tmp_path_factory) -> dict[str, Path]:
     return paths
 
 
+def _onnxruntime(model: onnx.ModelProto):
+    """onnxruntime executing the quantized model as written, op by op (see the module docstring: its fused QDQ
+    path saturates 16-bit partial sums on x86 CPUs without VNNI). One intra-op thread: the cuts are small."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    return onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
 def _steps(path: Path, config: str, logs: list[str] | None = None) -> tuple[np.ndarray, object]:
-    """|golden - onnxruntime| in output steps over SAMPLES inputs, and the compile context."""
+    """golden - onnxruntime in whole output steps over SAMPLES inputs (signed integers: both are int8 values
+    times the model's float32 scale, so a one-step difference is not 1 +- float32 noise), and the compile
+    context."""
     model = onnx.load(path)
     ld, _, ctx = compile_graph(onnx_frontend.load(model), config, log=(logs or []).append)
     net = Network(ld)
     xs = np.random.default_rng(7).standard_normal((SAMPLES, 3, 32, 32)).astype(np.float32)
     got = net.run({net.inputs[0]: xs})[net.outputs[0]].reshape(SAMPLES, -1)
-    sess = session(model)
+    sess = _onnxruntime(model)
     want = np.concatenate([sess.run(None, {"data": xs[i:i + 1]})[0].reshape(1, -1) for i in range(SAMPLES)])
-    return np.abs(got - want) / ctx.scales[net.outputs[0]], ctx
+    scale = ctx.scales[net.outputs[0]]
+    return np.rint(got / scale) - np.rint(want / scale), ctx
 
 
 def test_qdq_compiles_with_the_models_scales_and_int8_weights(models) -> None:
@@ -96,18 +120,24 @@ def test_qdq_compiles_with_the_models_scales_and_int8_weights(models) -> None:
 @pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
 def test_each_layer_matches_onnxruntime_int8_within_one_step(models, fmt: str, tmp_path: Path) -> None:
     """The model cut after each quantized tensor: the DLA's int8 equals onnxruntime's within one step on >= 99.5%
-    of the values (rounding: SDP's 16-bit multipliers against onnxruntime's float32 requantization)."""
+    of the values (rounding: SDP's 16-bit multipliers against onnxruntime's float32 requantization), exactly on
+    >= 95% and without a bias (|mean signed error| <= 0.05 step; measured: >= 99.8% within one step, >= 97.2%
+    exact, |mean| <= 0.01), so a systematic one-step error fails."""
     model = onnx.load(models[fmt])
     consts = {i.name for i in model.graph.initializer}
     names = [n.output[0] for n in model.graph.node if n.op_type == "DequantizeLinear" and n.input[0] not in consts]
     cuts = names
     assert len(cuts) >= 6  # (QOperator: convs, adds and the FC; QDQ also every ReLU and the pooled vector)
-    within = {}
+    within, exact, bias = {}, {}, {}
     for t in cuts:
         onnx.utils.extract_model(str(models[fmt]), str(tmp_path / "cut.onnx"), ["data"], [t])
         steps, _ = _steps(tmp_path / "cut.onnx", "nv_small")
-        within[t] = float(np.mean(steps <= 1.0 + 1e-6))
+        within[t] = float(np.mean(np.abs(steps) <= 1))
+        exact[t] = float(np.mean(steps == 0))
+        bias[t] = float(np.mean(steps))
     assert min(within.values()) >= 0.995, within
+    assert min(exact.values()) >= 0.95, exact
+    assert max(abs(b) for b in bias.values()) <= 0.05, bias
 
 
 @pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
@@ -118,8 +148,8 @@ def test_whole_network_matches_onnxruntime_within_one_step(models, fmt: str, con
     the global average sums on CMAC and saturates at the model's scale, and QOperator's float ReLU and pooling
     between a dequantize and a quantize keep the grid they read (``compiler.model_scales``)."""
     steps, _ = _steps(models[fmt], config)
-    assert np.mean(steps <= 1.0 + 1e-6) >= 0.99 and np.median(steps) == 0, \
-        (np.mean(steps <= 1.0 + 1e-6), steps.max())
+    steps = np.abs(steps)
+    assert np.mean(steps <= 1) >= 0.99 and np.median(steps) == 0, (np.mean(steps <= 1), steps.max())
 
 
 def test_asymmetric_and_per_axis_activations_are_refused(models, tmp_path: Path) -> None:
