@@ -61,15 +61,37 @@ def _on_simulator(args: argparse.Namespace, net: NvdlaNetwork, hw, sim_options: 
     return result
 
 
+def _with_inputs(net: NvdlaNetwork, specs: list[str]) -> NvdlaNetwork:
+    """``--input [NAME=]PATH``: .npy arrays (or a .npz keyed by tensor name) in the input tensors' own element
+    type, replacing the input bytes the loadable carries (``runtime.nvdla.inputs``)."""
+    from runtime.inputs import InputError, load_array
+    from runtime.nvdla.inputs import NvdlaInputError, with_inputs
+
+    arrays: dict = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or Path(spec).exists():
+            name, path = "", spec
+        try:
+            data = load_array(Path(path))
+        except InputError as exc:
+            raise NvdlaRunError(str(exc)) from None
+        if isinstance(data, dict):
+            arrays.update(data)
+        else:
+            arrays[name] = data
+    try:
+        return NvdlaNetwork(with_inputs(net.ld, arrays), path=net.path, layout="legacy" if net.legacy else "current")
+    except NvdlaInputError as exc:
+        raise NvdlaRunError(f"{net.name}: {exc}") from None
+
+
 def run_nvdla(args: argparse.Namespace, sim_options: SimOptions) -> int:
     from runtime.suite import BATCH_TARGETS
 
     if not args.config:
         raise NvdlaRunError(f"{args.loadable}: an NVDLA loadable does not say which hardware it is for; "
                             "give --config (e.g. --config nv_small)")
-    if args.input:
-        raise NvdlaRunError(f"{args.loadable}: --input is not supported for NVDLA loadables (their inputs are "
-                            "the memory contents they carry)")
     sim = args.target in BATCH_TARGETS
     sim_only = [f"--{o.replace('_', '-')}" for o in _SIM_ONLY if getattr(args, o, None) not in (None, [])]
     if sim_only and not sim:
@@ -77,6 +99,8 @@ def run_nvdla(args: argparse.Namespace, sim_options: SimOptions) -> int:
                             f"--target {'|'.join(BATCH_TARGETS)}")
     hw = get_config(args.config)
     net = NvdlaNetwork.load(args.loadable, layout=args.descriptor_layout)
+    if args.input:
+        net = _with_inputs(net, args.input)
     start = time.perf_counter()
     if sim:
         result = _on_simulator(args, net, hw, sim_options)

@@ -87,3 +87,29 @@ def test_fp16_nvdla_export_on_nv_full_rtl_equals_golden(tmp_path: Path) -> None:
     (result,) = run_nvdla_networks([NvdlaNetwork(fbs.parse(blob), path="lenet_fp16")], hw, simulator="verilator",
                                    options={"filelist": str(filelist()), "runs_root": str(tmp_path / "runs")})
     assert [o.data for o in result.outputs] == want
+
+
+@pytest.mark.parametrize("name,precision,profile", [
+    ("mobilenet", "int8", "performance"),  # compressed weights (the depthwise chunks)
+    ("mobilenet", "int16", "performance"),  # compressed weights and a Winograd convolution after a ReLU6
+    ("inception", "int8", "fast-math"),  # int8 Winograd and compressed weights
+])
+def test_optimised_network_on_nv_full_rtl_equals_golden(name: str, precision: str, profile: str,
+                                                        tmp_path: Path) -> None:
+    """``--profile`` optimisations only NVDLA's nv_full RTL has (weight compression, Winograd): byte-equal."""
+    if not ENABLED:
+        pytest.skip("nv_full's RTL build takes ~34 min and 8 GB: level nightly (DLA_NV_FULL_RTL=1)")
+    from compiler.profiles import optimised_ops
+    from regressions.lib.zoo import models
+
+    msg, _, _ = compile_graph(onnx_frontend.load(without_softmax(getattr(models, name)(0))), "nv_full",
+                              precision=precision, profile=profile)
+    used = optimised_ops(msg)
+    assert used["compressed weights"] >= 1 and (used["Winograd"] >= 1 or precision == "int8" and profile != "fast-math")
+    net = Network(msg)
+    x = np.random.default_rng(5).standard_normal((1, *net.input_shapes()[net.inputs[0]][1:])).astype(np.float32)
+    want = net.run(x, raw=True)
+    got = net.run(x, target="verilator", raw=True,
+                  rtl_options={"filelist": str(filelist()), "runs_root": str(tmp_path / "runs")})
+    for out in net.outputs:
+        assert got[out].tobytes() == want[out].tobytes(), out

@@ -135,3 +135,47 @@ def test_cli_writes_an_nvdla_loadable_dla_run_takes(tmp_path: Path, capsys) -> N
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--format nvdla: task" in err[0] and "CPU operation Softmax" in err[0]
     assert not bad.exists()
+
+
+@pytest.mark.parametrize("config,precision", [("nv_small", "int8"), ("nv_full", "fp16")])
+def test_dla_run_input_replaces_the_sample_the_loadable_carries(config: str, precision: str) -> None:
+    """An input given to the NVDLA loadable (its tensor's own element type) runs exactly as the same
+    network exported with that input baked in."""
+    from runtime.executor import to_feature
+    from runtime.nvdla.inputs import with_inputs
+
+    ld = compiled("lenet", config, precision)
+    net = Network(ld)
+    x1, x2 = sample(net), np.random.default_rng(9).standard_normal(net.input_shapes()[net.inputs[0]])
+    t = net.tensors[net.inputs[0]]
+    given = to_feature(x2.astype(np.float32), t)  # int8 values, or fp16 values
+    blob1, blob2 = export(ld, sample={net.inputs[0]: x1}), export(ld, sample={net.inputs[0]: x2.astype(np.float32)})
+    replaced = with_inputs(fbs.parse(blob1), {"": given})
+    hw = get_config(config)
+    got = NvdlaNetwork(replaced).run(TARGETS["golden"](hw), hw=hw).outputs[0].data
+    want = NvdlaNetwork(fbs.parse(blob2)).run(TARGETS["golden"](hw), hw=hw).outputs[0].data
+    before = NvdlaNetwork(fbs.parse(blob1)).run(TARGETS["golden"](hw), hw=hw).outputs[0].data
+    assert got == want and got != before
+
+
+def test_dla_run_input_errors_are_one_line(tmp_path: Path, capsys) -> None:
+    from app.cli import main
+
+    ld = compiled("lenet", "nv_small", "int8")
+    out = tmp_path / "lenet.nvdla"
+    out.write_bytes(export(ld))
+    shape = Network(ld).input_shapes()[ld.inputs[0]]
+    good = tmp_path / "q.npy"
+    np.save(good, np.random.default_rng(1).integers(-128, 128, size=shape).astype(np.int8))
+    assert main(["run", str(out), "--config", "nv_small", "--input", str(good), "--dimg", str(tmp_path / "d")]) == 0
+    capsys.readouterr()
+    cases = {"float.npy": (np.zeros(shape, np.float32) + 0.5, "give integers"),
+             "shape.npy": (np.zeros((1, 2, 28, 28), np.int8), "shape (1, 2, 28, 28)"),
+             "range.npy": (np.full(shape, 300, np.int16), "outside int8")}
+    for name, (arr, msg) in cases.items():
+        np.save(tmp_path / name, arr)
+        assert main(["run", str(out), "--config", "nv_small", "--input", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and msg in err[0], err
+    assert main(["run", str(out), "--config", "nv_small", "--input", f"nope={good}"]) == 2
+    assert "no input tensor named 'nope'" in capsys.readouterr().err
