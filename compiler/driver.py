@@ -32,6 +32,7 @@ from compiler.passes.partition import partition
 from compiler.passes.quantize import quantize
 from compiler.passes.fp16 import fp16_params
 from compiler.passes.split_conv import split_conv
+from compiler.passes.fuse_pdp import fuse_pdp
 from compiler.passes.winograd import winograd
 from golden.budget import MemoryBudgetError, check_size
 from golden.config import PRESETS, get_config
@@ -58,6 +59,7 @@ PIPELINE = [
     ("quantize", quantize),
     ("partition", partition),
     ("split_conv", split_conv),
+    ("fuse_pdp", fuse_pdp),
     ("memplan", memplan),
 ]
 

@@ -119,6 +119,24 @@ def _compressed_weights(name: str, hw, ctx: CompileContext, pieces, reuses, stre
     return placed
 
 
+def _with_flying_pdp(regs: RegProgram, fly, mid: Cube, pool_dst: Cube | None, op: pb.DlaOp) -> RegProgram:
+    """``regs`` (a conv or SDP operation sending its result to PDP) preceded by the PDP operation that pools
+    it on the fly (armed first, as NVDLA's firmware arms a consumer before its producer); the op then ends
+    with PDP's done interrupt. Unchanged without ``fly``."""
+    if fly is None:
+        return regs
+    prm = fly[0]
+    pdp = RegProgram(regs.hw, strict=True)
+    if prm.precision == "int8":
+        emit_pdp(pdp, mid, pool_dst, prm, flying=True)
+    else:
+        emit_pdp_wide(pdp, mid, pool_dst, prm, prm.precision, nan_to_zero=False, flying=True)
+    pdp.writes.extend(regs.writes)
+    op.engines.append("PDP")
+    op.interrupt_mask = 1 << done_bit("PDP")
+    return pdp
+
+
 def _winograd_op(g: Graph, n: Node, ctx: CompileContext, weights: _Weights, src: Cube, dst: Cube,
                  layer: str) -> list[pb.DlaOp]:
     """One Winograd convolution (``compiler.passes.winograd``) with its SDP stages on the fly."""
@@ -189,6 +207,12 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
     atom, bpe, dtype = ctx.atom, ctx.bpe, ctx.precision
     src, dst = _cube(plan, n.inputs[0]), _cube(plan, n.outputs[0])
     layer = ",".join(n.attrs.get("layers", [n.name]))
+    fly = n.attrs.get("flying_pdp")  # (PDP parameters, the intermediate's shape): SDP -> PDP on the fly
+    pool_dst = None
+    if fly is not None:
+        pool_dst = dst
+        _, mc, mh, mw = fly[1]
+        dst = Cube(pool_dst.loc, mc, mh, mw, mw * atom * bpe, mh * mw * atom * bpe)  # never written: a shape
     ops = []
     if n.op == "dla.conv":
         conv, sdp = n.attrs["conv"], n.attrs["sdp"]
@@ -225,11 +249,11 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
             regs = RegProgram(hw, strict=True)
             emit_conv(regs, band, wlocs[(k0, k1, c0)], (k1 - k0, c1 - c0, r, s), out, piece_conv, prm, operands,
                       data_banks=pc.data_banks, reuse=reuse,
-                      compressed=packed[(k0, k1, c0)][1] if packed is not None else None)
+                      compressed=packed[(k0, k1, c0)][1] if packed is not None else None, to_pdp=fly is not None)
             op = pb.DlaOp(name=n.name if len(pieces) == 1 else f"{n.name}#{i}", engines=CONV_ENGINES, layer=layer,
                           interrupt_mask=1 << done_bit("SDP"),
                           macs=(k1 - k0) * (c1 - c0) * r * s * (o1 - o0) * dst.width)
-            _to_pb_writes(hw, regs, op)
+            _to_pb_writes(hw, _with_flying_pdp(regs, fly, dst, pool_dst, op), op)
             ops.append(op)
     elif n.op == "dla.sdp":
         from compiler.codegen.sdp import emit_sdp
@@ -242,10 +266,11 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
             part = _sdp_slice(prm, k0, k1) if len(groups) > 1 else prm
             s_cube, d_cube = src.surfaces_from(k0, k1 - k0, atom), dst.surfaces_from(k0, k1 - k0, atom)
             regs = RegProgram(hw, strict=True)
-            emit_sdp(regs, s_cube, d_cube, part, _place_operands(part, weights, plan, d_cube, atom, 0, k0, bpe))
+            emit_sdp(regs, s_cube, d_cube, part, _place_operands(part, weights, plan, d_cube, atom, 0, k0, bpe),
+                     to_pdp=fly is not None)
             op = pb.DlaOp(name=n.name if len(groups) == 1 else f"{n.name}#{i}", engines=["SDP"], layer=layer,
                           interrupt_mask=1 << done_bit("SDP"))
-            _to_pb_writes(hw, regs, op)
+            _to_pb_writes(hw, _with_flying_pdp(regs, fly, d_cube, pool_dst, op), op)
             ops.append(op)
     elif n.op == "dla.pdp":
         regions = n.attrs.get("pdp_regions")

@@ -9,7 +9,9 @@ traffic, never the meaning of a register program:
   compression and that fetches fewer bytes (sparse kernels: depthwise chunks, pruned networks);
 * ``winograd``: eligible 3x3 convolutions run in Winograd mode on configs that have it
   (``compiler.passes.winograd``): in int16 for ``performance``, in int8 too for ``fast-math``, which accepts
-  the int8 PRA's dropped input bit (measured on the zoo: cosine vs float drops from 0.9996 to about 0.99).
+  the int8 PRA's dropped input bit (measured on the zoo: cosine vs float drops from 0.9996 to about 0.99);
+* ``fuse_pdp``: a pooling reads its producer's SDP output on the fly instead of from memory
+  (``compiler.passes.fuse_pdp``).
 
 A new profile or optimisation is one entry here and one ``ctx.profile.<flag>`` test where it applies.
 """
@@ -24,6 +26,8 @@ class Profile:
     cbuf_reuse: bool = True
     compress_weights: bool = False
     winograd: bool = False
+    #: poolings take their input from SDP on the fly (``compiler.passes.fuse_pdp``)
+    fuse_pdp: bool = False
     #: Winograd in int8 too: B^T d B quadruples the input range, which int8 has no headroom for, so the PRA
     #: drops ``winograd_int8_pra_truncate`` low bits of every transformed input (an accuracy cost)
     winograd_int8: bool = False
@@ -33,8 +37,8 @@ class Profile:
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("basic", cbuf_reuse=False),
     Profile("default"),
-    Profile("performance", compress_weights=True, winograd=True),
-    Profile("fast-math", compress_weights=True, winograd=True, winograd_int8=True),
+    Profile("performance", compress_weights=True, winograd=True, fuse_pdp=True),
+    Profile("fast-math", compress_weights=True, winograd=True, fuse_pdp=True, winograd_int8=True),
 )}
 DEFAULT_PROFILE = "default"
 
@@ -51,11 +55,12 @@ def get_profile(name: str | None) -> Profile:
 
 def optimised_ops(msg) -> dict[str, int]:
     """How many of a loadable's DLA operations use each optimisation, read from their register writes (what
-    the hardware will do, not what the compiler meant to): compressed weights, Winograd, CBUF reuse."""
+    the hardware will do, not what the compiler meant to): compressed weights, Winograd, CBUF reuse, SDP->PDP."""
     from golden.regs import UNITS
 
     misc, fmt = UNITS["CDMA"].register("D_MISC_CFG"), UNITS["CDMA"].register("D_WEIGHT_FORMAT")
-    counts = {"compressed weights": 0, "Winograd": 0, "CBUF reuse": 0}
+    counts = {"compressed weights": 0, "Winograd": 0, "CBUF reuse": 0, "SDP->PDP on the fly": 0}
+    sdp_mode = UNITS["SDP"].register("D_FEATURE_MODE_CFG")
     for task in msg.tasks:
         for op in task.dla.ops if task.WhichOneof("kind") == "dla" else ():
             writes = {w.name: w.value for w in op.writes}
@@ -66,6 +71,9 @@ def optimised_ops(msg) -> dict[str, int]:
                 counts["Winograd"] += 1
             if cfg is not None and (misc.field("DATA_REUSE").decode(cfg) or misc.field("WEIGHT_REUSE").decode(cfg)):
                 counts["CBUF reuse"] += 1
+            mode = writes.get(sdp_mode.full_name)
+            if mode is not None and sdp_mode.field("OUTPUT_DST").decode(mode):
+                counts["SDP->PDP on the fly"] += 1
     return counts
 
 

@@ -68,13 +68,13 @@ def emit_csc_window(p: RegProgram, kernel: tuple[int, int, int, int], weight_byt
 def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, int, int], dst: Cube, conv,
               sdp, operands: dict[str, OperandPlacement] | None = None, ram_type: int = 1,
               data_banks: int | None = None, reuse: CbufReuse | None = None,
-              compressed: CompressedPlacement | None = None) -> None:
+              compressed: CompressedPlacement | None = None, to_pdp: bool = False) -> None:
     """``kernel`` = (K, C, R, S); ``conv`` a ``compiler.hwparams.ConvParams``-like object (stride, dilation,
     pad, pad_value, clip_truncate; optional ``cvt`` (offset, scale, truncate) for the CDMA input CVT);
     ``sdp`` the SDP parameters applied on the fly. Output size is ``dst``'s. ``reuse`` keeps this
     operation's input or weights in the CBUF for the next one, or takes the previous one's. ``compressed``:
     the weights at ``weights`` are a compressed stream (``compiler.codegen.wcomp``) with its WMB and WGS; the
-    last CBUF bank is left to the WMB."""
+    last CBUF bank is left to the WMB. ``to_pdp``: SDP hands its result to PDP on the fly."""
     hw = p.hw
     k, c, r, s = kernel
     h, w = src.height, src.width
@@ -89,7 +89,7 @@ def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, in
     pad_raw = conv.pad_value & (0xFF if bpe == 1 else 0xFFFF)
     proc = PRECISION_CODES[dtype]
     (sy, sx), (pt, pl) = conv.stride, conv.pad
-    rdma = emit_sdp(p, None, dst, sdp, operands, ram_type, enable=False)
+    rdma = emit_sdp(p, None, dst, sdp, operands, ram_type, enable=False, to_pdp=to_pdp)
     pointers(p, *CONV_UNITS)
     flags = (reuse or CbufReuse()).fields()
     for unit in CONV_UNITS:

@@ -22,16 +22,19 @@ def used_geometry(h: int, w: int, oh: int, ow: int, prm: PdpParams) -> tuple[int
 
 
 def emit_pdp(p: RegProgram, src: Cube, dst: Cube, prm: PdpParams, ram_type: int = 1, crop: bool = True,
-             crop_rows: bool = True) -> None:
+             crop_rows: bool = True, flying: bool = False) -> None:
     """PDP from ``src`` to ``dst``; ``crop`` (always, but for tests of the raw geometry) reads only the rows
-    (unless not ``crop_rows``: on the fly SDP sends them all) and pads the windows use (``used_geometry``)."""
-    pointers(p, "PDP_RDMA", "PDP")
+    (unless not ``crop_rows``: on the fly SDP sends them all) and pads the windows use (``used_geometry``).
+    ``flying``: the input comes from SDP on the fly (``src`` gives its shape only); PDP_RDMA stays idle."""
+    rdma = () if flying else ("PDP_RDMA",)
+    crop_rows = crop_rows and not flying
+    pointers(p, *rdma, "PDP")
     (kh, kw), (sh, sw), (pt, pl, pb, pr) = prm.kernel, prm.stride, prm.pad
     c, h, w = src.channels, src.height, src.width
     if crop:
         used_h, pb, pr = used_geometry(h, w, dst.height, dst.width, prm)
         h = used_h if crop_rows else h
-    for unit in ("PDP_RDMA", "PDP"):
+    for unit in (*rdma, "PDP"):
         p.reg(unit, "D_DATA_CUBE_IN_WIDTH", w - 1)
         p.reg(unit, "D_DATA_CUBE_IN_HEIGHT", h - 1)
         p.reg(unit, "D_DATA_CUBE_IN_CHANNEL", c - 1)
@@ -39,17 +42,19 @@ def emit_pdp(p: RegProgram, src: Cube, dst: Cube, prm: PdpParams, ram_type: int 
         p.reg(unit, "D_SRC_LINE_STRIDE", src.line_stride)
         p.reg(unit, "D_SRC_SURFACE_STRIDE", src.surface_stride)
         p.reg(unit, "D_PARTIAL_WIDTH_IN", PARTIAL_WIDTH_IN_FIRST=w - 1)
-    p.reg("PDP_RDMA", "D_SRC_RAM_CFG", SRC_RAM_TYPE=ram_type)
-    p.reg("PDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=0)  # int8 (several units reset to int16)
+    if not flying:
+        p.reg("PDP_RDMA", "D_SRC_RAM_CFG", SRC_RAM_TYPE=ram_type)
+        p.reg("PDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=0)  # int8 (several units reset to int16)
     p.reg("PDP", "D_DATA_FORMAT", INPUT_DATA=0)
-    p.reg("PDP_RDMA", "D_FLYING_MODE", FLYING_MODE=1)
-    p.reg("PDP_RDMA", "D_POOLING_KERNEL_CFG", KERNEL_WIDTH=kw - 1, KERNEL_STRIDE_WIDTH=sw - 1)
-    p.reg("PDP_RDMA", "D_POOLING_PADDING_CFG", PAD_WIDTH=pl)
+    if not flying:
+        p.reg("PDP_RDMA", "D_FLYING_MODE", FLYING_MODE=1)
+        p.reg("PDP_RDMA", "D_POOLING_KERNEL_CFG", KERNEL_WIDTH=kw - 1, KERNEL_STRIDE_WIDTH=sw - 1)
+        p.reg("PDP_RDMA", "D_POOLING_PADDING_CFG", PAD_WIDTH=pl)
     p.reg("PDP", "D_DATA_CUBE_OUT_WIDTH", dst.width - 1)
     p.reg("PDP", "D_DATA_CUBE_OUT_HEIGHT", dst.height - 1)
     p.reg("PDP", "D_DATA_CUBE_OUT_CHANNEL", c - 1)
     p.reg("PDP", "D_PARTIAL_WIDTH_OUT", PARTIAL_WIDTH_OUT_FIRST=dst.width - 1)
-    p.reg("PDP", "D_OPERATION_MODE_CFG", POOLING_METHOD=METHODS[prm.method], FLYING_MODE=1)
+    p.reg("PDP", "D_OPERATION_MODE_CFG", POOLING_METHOD=METHODS[prm.method], FLYING_MODE=int(not flying))
     p.reg("PDP", "D_POOLING_KERNEL_CFG", KERNEL_WIDTH=kw - 1, KERNEL_HEIGHT=kh - 1,
           KERNEL_STRIDE_WIDTH=sw - 1, KERNEL_STRIDE_HEIGHT=sh - 1)
     p.reg("PDP", "D_POOLING_PADDING_CFG", PAD_LEFT=pl, PAD_TOP=pt, PAD_RIGHT=pr, PAD_BOTTOM=pb)
@@ -61,5 +66,6 @@ def emit_pdp(p: RegProgram, src: Cube, dst: Cube, prm: PdpParams, ram_type: int 
     p.reg("PDP", "D_DST_LINE_STRIDE", dst.line_stride)
     p.reg("PDP", "D_DST_SURFACE_STRIDE", dst.surface_stride)
     p.reg("PDP", "D_DST_RAM_CFG", DST_RAM_TYPE=ram_type)
-    p.reg("PDP_RDMA", "D_OP_ENABLE", 1)
+    if not flying:
+        p.reg("PDP_RDMA", "D_OP_ENABLE", 1)
     p.reg("PDP", "D_OP_ENABLE", 1)

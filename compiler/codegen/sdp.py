@@ -29,10 +29,11 @@ def stage_mem_use(st) -> tuple[bool, bool]:
 
 
 def emit_sdp(p: RegProgram, src: Cube | None, dst: Cube, prm, operands: dict[str, OperandPlacement] | None = None,
-             ram_type: int = 1, enable: bool = True, winograd: bool = False) -> bool:
+             ram_type: int = 1, enable: bool = True, winograd: bool = False, to_pdp: bool = False) -> bool:
     """``src`` None means the input arrives on the fly from CACC (the conv pipeline writes the enables
     itself, so ``enable`` is False there). ``operands`` places each stage's memory operand. Returns whether
-    SDP_RDMA takes part. ``winograd``: the data comes on the fly from a Winograd convolution (2x2 tiles)."""
+    SDP_RDMA takes part. ``winograd``: the data comes on the fly from a Winograd convolution (2x2 tiles).
+    ``to_pdp``: the result goes to PDP on the fly, not to memory."""
     operands = operands or {}
     c, h, w = dst.channels, dst.height, dst.width
     flying = src is None
@@ -54,7 +55,8 @@ def emit_sdp(p: RegProgram, src: Cube | None, dst: Cube, prm, operands: dict[str
     if needs_rdma:
         p.reg("SDP_RDMA", "D_FEATURE_MODE_CFG", FLYING_MODE=int(flying), IN_PRECISION=code, PROC_PRECISION=code,
               OUT_PRECISION=code, **({"WINOGRAD": 1} if winograd else {}))
-    p.reg("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE=int(flying), **({"WINOGRAD": 1} if winograd else {}))
+    p.reg("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE=int(flying), OUTPUT_DST=int(to_pdp),
+          **({"WINOGRAD": 1} if winograd else {}))
     p.reg("SDP", "D_DATA_FORMAT", PROC_PRECISION=code, OUT_PRECISION=code)
     for stage, prefix, rdma in STAGES:
         st = getattr(prm, stage)

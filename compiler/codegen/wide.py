@@ -39,10 +39,11 @@ def _in_precision(p: RegProgram, body: RegProgram, formats: Sequence[tuple[str, 
         p.writes.append(w if value is None else RegWrite(w.register, value, w.reloc))
 
 
-def emit_pdp_wide(p: RegProgram, src: Cube, dst: Cube, prm: PdpParams, dtype: str, nan_to_zero: bool) -> None:
-    """A PDP operation from memory in ``dtype`` ("int16" or "fp16")."""
+def emit_pdp_wide(p: RegProgram, src: Cube, dst: Cube, prm: PdpParams, dtype: str, nan_to_zero: bool,
+                  flying: bool = False) -> None:
+    """A PDP operation from memory (or ``flying``: from SDP) in ``dtype`` ("int16" or "fp16")."""
     body = RegProgram(p.hw, strict=p.strict)
-    emit_pdp(body, src, dst, prm)
+    emit_pdp(body, src, dst, prm, flying=flying)
     _in_precision(p, body, PDP_FORMATS, dtype, "PDP", nan_to_zero)
 
 

@@ -79,6 +79,13 @@ def reference(node, inputs: dict[str, np.ndarray], out_shape: tuple[int, int, in
     """The layer's output (int8/int16 values, fp16 bit patterns) by the independent reference math;
     ``average`` is the config's PDP AVERAGE datapath (``HwConfig.pdp_average``: nv_small's RTL keeps narrower
     intermediates than the cmod, which only shows when a window's result overflows)."""
+    fly = node.attrs.get("flying_pdp")
+    if fly is not None:  # SDP -> PDP on the fly: the producer's cube, then the pooling (the same math)
+        prm, (_, mc, mh, mw) = fly
+        mid = reference(dataclasses.replace(node, attrs={**node.attrs, "flying_pdp": None}), inputs, (mc, mh, mw),
+                        average)
+        pool = dataclasses.replace(node, op="dla.pdp", inputs=["mid"], attrs={"pdp": prm})
+        return reference(pool, {"mid": mid}, out_shape, average)
     x = inputs[node.inputs[0]]
     _, oh, ow = out_shape
     if node.op == "dla.conv":

@@ -123,6 +123,24 @@ def test_zoo_network_on_nvdla_rtl_equals_golden(name: str, mode: str, tmp_path: 
         assert all(op.cycles for op in ran)
 
 
+@pytest.mark.parametrize("name", [n for n in ZOO if FULL or n == "lenet"])
+def test_performance_profile_on_nvdla_rtl_equals_golden(name: str, tmp_path: Path) -> None:
+    """``--profile performance`` on nv_small: poolings fed by SDP on the fly (conv -> SDP -> PDP and
+    SDP -> PDP in one operation), which the RTL must compute byte-equal to golden and to the default profile."""
+    from compiler.profiles import optimised_ops
+
+    msg, _, _ = compile_graph(onnx_frontend.load(ZOO[name](0)), CONFIG, profile="performance")
+    assert optimised_ops(msg)["SDP->PDP on the fly"] >= 1
+    net = Network(msg)
+    x = inputs(net)
+    want = compiled(name).run(x, raw=True)
+    assert all(v.tobytes() == net.run(x, raw=True)[k].tobytes() for k, v in want.items())
+    options = nvdla_rtl_options(runs_root=str(tmp_path / "runs"))
+    got = net.run(x, target=SIMULATOR, raw=True, rtl_options=options)
+    differ = first_difference(net, got, want)
+    assert not differ, f"{name} (performance): {differ}; per task: {where_tasks_differ(net, x, tmp_path, options)}"
+
+
 #: Pre-quantized TFLite models (ai-edge-quantizer's int8) on the DUT: their requantization multiplies by X1 and
 #: X2 pairs and their means sum on CMAC (``compiler.passes.quantize.exact_requantization``); make test runs one.
 TFLITE_NETS = ("lenet", "resnet", "mobilenet")

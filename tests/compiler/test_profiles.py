@@ -102,11 +102,29 @@ def test_compressed_weights_fetch_fewer_bytes_and_change_no_output_byte() -> Non
     assert all(out_p[k].tobytes() == out_d[k].tobytes() for k in out_d)
 
 
-def test_a_config_without_the_features_compiles_the_same_loadable_under_every_profile() -> None:
-    model = models.mobilenet(0)
-    want = _compile(model, "nv_small", "int8", "default")[0]
-    got = _compile(model, "nv_small", "int8", "performance")[0]
-    assert got.SerializeToString() == want.SerializeToString()
+@pytest.mark.parametrize("name", ["lenet", "poolnet", "resnet", "mobilenet", "inception"])
+def test_poolings_on_the_fly_write_the_default_bytes_and_replay(name: str) -> None:
+    """nv_small has neither compression nor Winograd: ``performance`` there only feeds poolings from SDP on the
+    fly; outputs byte-equal to ``default``, the fused operations replay equal to the reference math (the
+    producer's, then the pooling's), and the intermediate cube is no longer a tensor of the loadable."""
+    model = models.__dict__[name](0)
+    x = _input(model)
+    default, _ = _compile(model, "nv_small", "int8", "default")
+    fused, lowered = _compile(model, "nv_small", "int8", "performance")
+    used = optimised_ops(fused)
+    assert used["SDP->PDP on the fly"] >= 1 and used["compressed weights"] == used["Winograd"] == 0
+    assert len(fused.tensors) == len(default.tensors) - used["SDP->PDP on the fly"]
+    a, b = Network(default).run(x, raw=True), Network(fused).run(x, raw=True)
+    assert all(a[k].tobytes() == b[k].tobytes() for k in a)
+    nodes = {n.name for n in lowered.nodes if n.attrs.get("flying_pdp") is not None}
+    results = [r for r in replay_all(fused, lowered, get_config("nv_small"), seed=2) if r.name in nodes]
+    assert len(results) == len(nodes) and all(r.ok for r in results), results
+
+
+def test_format_nvdla_keeps_poolings_in_memory() -> None:
+    msg, _, _ = compile_graph(onnx_frontend.load(models.lenet(0)), "nv_small", profile="performance",
+                              firmware_pdp=True)
+    assert optimised_ops(msg)["SDP->PDP on the fly"] == 0
 
 
 def test_basic_profile_keeps_nothing_in_the_cbuf_between_pieces() -> None:
