@@ -122,7 +122,7 @@ def _compressed_weights(name: str, hw, ctx: CompileContext, pieces, reuses, stre
 def _with_flying_pdp(regs: RegProgram, fly, mid: Cube, pool_dst: Cube | None, op: pb.DlaOp) -> RegProgram:
     """``regs`` (a conv or SDP operation sending its result to PDP) preceded by the PDP operation that pools
     it on the fly (armed first, as NVDLA's firmware arms a consumer before its producer); the op then ends
-    with PDP's done interrupt. Unchanged without ``fly``."""
+    with SDP's and PDP's done interrupts. Unchanged without ``fly``."""
     if fly is None:
         return regs
     prm = fly[0]
@@ -133,7 +133,9 @@ def _with_flying_pdp(regs: RegProgram, fly, mid: Cube, pool_dst: Cube | None, op
         emit_pdp_wide(pdp, mid, pool_dst, prm, prm.precision, nan_to_zero=False, flying=True)
     pdp.writes.extend(regs.writes)
     op.engines.append("PDP")
-    op.interrupt_mask = 1 << done_bit("PDP")
+    # SDP still raises its done bit: wait for (and clear) both, or the stale SDP bit would end the next
+    # operation in that SDP group the moment it starts (seen on NVDLA's RTL; golden runs ops at enable time)
+    op.interrupt_mask = (1 << done_bit("SDP")) | (1 << done_bit("PDP"))
     return pdp
 
 

@@ -658,7 +658,9 @@ class _Execution:
                     await write_reg(addr, value if pointer is None else groups.pointer(pointer, value))
             except DlaError as exc:
                 raise ExecutionError(f"{where}: {type(exc).__name__}: {exc}") from exc
-            inflight.append((where, units, ins, outs, groups.done_bits(prog.interrupt_mask)))
+            bits = groups.done_bits(prog.interrupt_mask)
+            await self._check_no_stale_done(self.target, bits, where)
+            inflight.append((where, units, ins, outs, bits))
             groups.started(prog.units)
             for unit in units:
                 n = sum(1 for f in inflight if unit in f[1])
@@ -673,6 +675,17 @@ class _Execution:
         unit = self.net.pointer_units.get(w.addr)
         return w.value if unit is None else groups.pointer(unit, w.value)
 
+    async def _check_no_stale_done(self, target, bits: list[int], where: str) -> None:
+        """The done bits an operation will wait for must be clear before it starts: a bit an earlier operation
+        raised and nobody cleared (an interrupt_mask missing one of its engines) would end this one at once on
+        hardware, while golden, which runs an operation when it is enabled, would compute it right anyway."""
+        status = await target.read_reg(self.net.intr_status_addr)
+        stale = [b for b in bits if status >> b & 1]
+        if stale:
+            raise ExecutionError(f"{where}: GLB.S_INTR_STATUS bit(s) {stale} it waits for are already set before "
+                                 f"it starts: an earlier operation left them (its interrupt_mask misses an engine "
+                                 f"that raises a done bit)")
+
     async def run_dla(self, task: pb.Task) -> None:
         if self.pipeline:
             await self.run_dla_pipelined(task)
@@ -686,6 +699,7 @@ class _Execution:
             writes: list[tuple[int, int]] = []
             measure = self._start_measure(target, op) if self.profile is not None else None
             try:
+                await self._check_no_stale_done(target, groups.done_bits(op.interrupt_mask), where)
                 for w in op.writes:
                     value = self._value(w, groups)
                     await target.write_reg(w.addr, value)
