@@ -78,6 +78,12 @@ class HwConfig:
     #: nv_small-family RTL computes the LO shift amount in 5 bits (``Y_shift_bits_int8_abs``: ~0 + 1 = 0),
     #: so -32 shifts by 0 there; LE's amount has 6 bits and is right.
     cdp_lo_select_minus32: bool = True
+    #: fp16 SDP whose X1 (BS) operand is one 2-byte component per channel (BRDMA_DATA_USE ALU or MUL, per
+    #: kernel): the smallest odd number of channel atoms at which the operation never finishes (0: none).
+    #: Measured on NVDLA's nv_full RTL (conv -> SDP on the fly, 2026-12-07): 3, 5, 7 and 9 atoms and every
+    #: even number finish; 11 to 31 odd ones hang (SDP's done never comes; the operand ends in half a 64-byte
+    #: beat). The cmod computes them; golden refuses them there (``compiler.passes.fp16`` reads pairs).
+    sdp_brdma_fp16_half_beat_hang: int = 0
 
     # ---- derived sizes -------------------------------------------------------------------------
     @property
@@ -299,6 +305,7 @@ NV_FULL = _small_family(
     # nvdlav1's CDP compares int8 lanes in pairs, one with all 38 START bits, one with 22: not modelled.
     cdp_lut_start_bits=38,
     cdp_lo_select_minus32=True,
+    sdp_brdma_fp16_half_beat_hang=11,
 )
 
 PRESETS: dict[str, HwConfig] = {

@@ -56,6 +56,29 @@ def _operand(bits: np.ndarray):
     return int(bits[0]) if bits.size and np.all(bits == bits[0]) else bits
 
 
+#: fp16 1.0 and -0.0: a MUL by the one and an ALU sum with the other change no value (x + -0.0 keeps -0.0).
+F16_ONE, F16_MINUS_ZERO = 0x3C00, 0x8000
+
+
+def _whole_beats(st: XStage) -> XStage:
+    """A stage reading one per-channel operand from memory reads an identity partner with it (DATA_USE BOTH).
+
+    Measured on NVDLA's nv_full RTL (2026-12-07, a 1x1 fp16 conv with a per-channel bias, X1 ALU only): with
+    one 2-byte component per channel, K = 48, 80, 112, 144 and every even number of 16-channel groups
+    finish, but 11, 13, 15, 17, 19, 21, 25 and 31 groups (K = 176 ... 496) never do: SDP's done bit never
+    comes, at any cube size, and without the bias they finish. The operand then ends in half a 64-byte read
+    beat. Read as ALU and MUL pairs (4 bytes a channel, what int16 networks read) every group is one whole
+    beat, and the results are unchanged."""
+    alu = not st.bypass and not st.alu_bypass and isinstance(st.alu_operand, np.ndarray)
+    mul = not st.bypass and not st.mul_bypass and isinstance(st.mul_operand, np.ndarray)
+    if alu and st.mul_bypass:
+        st.mul_bypass, st.mul_operand = False, np.full(np.size(st.alu_operand), F16_ONE, dtype=np.int64)
+    elif mul and st.alu_bypass:
+        st.alu_bypass, st.alu_algo = False, ALU_SUM
+        st.alu_operand = np.full(np.size(st.mul_operand), F16_MINUS_ZERO, dtype=np.int64)
+    return st
+
+
 def _chain(post) -> tuple[np.ndarray | None, np.ndarray | None, bool, Eltwise | None, Relu | PRelu | None]:
     """(scale, bias, ReLU in X1, eltwise, activation in X2) of a post-op chain; scale/bias None without an
     affine."""
@@ -113,7 +136,8 @@ def conv_params(n: Node) -> tuple[ConvParams, SdpParams]:
         x1.bypass, x1.alu_bypass, x1.alu_algo = False, False, ALU_SUM
         x1.alu_operand = _operand(f16_bits(beta, "the bias"))
     y, lut = _y(n.attrs["post"])
-    return conv, SdpParams(x1=x1, x2=_x2(elt, act2, k), y=y, lut=lut, precision="fp16")
+    return conv, SdpParams(x1=_whole_beats(x1), x2=_whole_beats(_x2(elt, act2, k)), y=y, lut=lut,
+                           precision="fp16")
 
 
 def sdp_params(n: Node, c: int) -> SdpParams:
@@ -133,7 +157,7 @@ def sdp_params(n: Node, c: int) -> SdpParams:
             ratio = np.divide(beta, gamma, out=np.zeros(c), where=~zero)
             x1.alu_operand = _operand(f16_bits(ratio, "bias / scale"))
     y, lut = _y(n.attrs["post"])
-    return SdpParams(x1=x1, x2=_x2(elt, act2, c), y=y, lut=lut, precision="fp16")
+    return SdpParams(x1=_whole_beats(x1), x2=_whole_beats(_x2(elt, act2, c)), y=y, lut=lut, precision="fp16")
 
 
 def pdp_params(n: Node, kernel, stride, pads) -> PdpParams:
