@@ -5,10 +5,11 @@ build takes about 34 minutes and 8 GB on 2 cores (``../shared/nvdla/rtl/README.m
 when ``DLA_NV_FULL_RTL=1`` (level nightly and up); the build is cached under ``build/sim`` like every DUT's.
 The zoo's LeNet compiled for nv_full in fp16 and in int16 runs on the DUT (our loadable through the cocotb
 testbench, and the fp16 one also exported with ``--format nvdla`` through the firmware model) and its outputs
-equal golden's; so does its convolution part alone. Measured on 2026-11-28: int16 whole and fp16 convolutions
-equal golden; the fp16 whole network hangs at its FC: this RTL does not finish an fp16 convolution with more
-than 256 kernels (a single 4x4x50 FC: 256 pass, 272 hang; CACC completes, SDP's done bit never comes), which
-golden does not model yet: an open finding this case keeps failing on until it is explained.
+equal golden's; so does its convolution part alone. The fp16 network's FC once hung here: this RTL never
+finishes an fp16 SDP whose per-channel operand is one 2-byte component over an odd number (>= 11) of channel
+atoms (bisected 2026-12-07), so the compiler reads such operands as pairs and golden refuses the lone form on
+nv_full (``HwConfig.sdp_brdma_fp16_half_beat_hang``). ``--profile`` optimisations only this RTL has (weight
+compression, Winograd) run here too.
 """
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ def filelist() -> Path:
 
 
 def convs_only(model):
-    """LeNet up to its second pooling: the convolutions and poolings without the 500-kernel FC (whose fp16 run
-    hangs on this RTL: the open finding the whole-network case keeps failing on)."""
+    """LeNet up to its second pooling: the convolutions and poolings without the 500-kernel FC (the part that
+    ran on this RTL before its fp16 FC's hang was explained)."""
     import onnx.shape_inference
     import onnx.utils
 
