@@ -753,6 +753,35 @@ def check_network(hw: HwConfig, spec: NetSpec) -> None:
         "\n".join(bad)
 
 
+def check_profile(hw: HwConfig, spec: NetSpec) -> None:
+    """``--profile performance`` is lossless in int8 (compressed weights, poolings fed by SDP on the fly;
+    Winograd is fast-math's there): the compiled network writes exactly the default profile's bytes."""
+    from compiler.profiles import optimised_ops
+    from runtime.executor import Network
+
+    model = build_model(spec)
+    calib, x = _feeds(spec)
+    raw = {}
+    for profile in ("default", "performance"):
+        try:
+            ld, _, _ = compile_graph(onnx_frontend.load(model), hw.name, calib_inputs=calib, profile=profile)
+        except CompileError as exc:
+            raise AssertionError(f"the compiler refused a network the strategy considers supported on "
+                                 f"{hw.name} under --profile {profile}: {exc}") from exc
+        if profile == "performance":
+            assert optimised_ops(ld)["Winograd"] == 0, "int8 performance used Winograd"
+        raw[profile] = Network(ld).run({"x": x}, raw=True)
+    for name, want in raw["default"].items():
+        got = raw["performance"][name]
+        if got.tobytes() != want.tobytes():
+            i = tuple(int(v) for v in np.argwhere(got != want)[0])
+            raise AssertionError(f"{hw.name}: --profile performance output {name} differs from default in "
+                                 f"{int(np.sum(got != want))}/{got.size} values; first at {i}: {got[i]} vs {want[i]}")
+
+
 PROPERTY = register(Property(
     name="network", engine="network", configs=("nv_small", "nv_medium_512", "nv_full"),
     strategy=networks, check=check_network, to_json=to_json, from_json=from_json, program=None))
+PROFILE_PROPERTY = register(Property(
+    name="network_profile", engine="network", configs=("nv_small", "nv_full"),
+    strategy=networks, check=check_profile, to_json=to_json, from_json=from_json, program=None))

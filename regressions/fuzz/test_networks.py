@@ -73,6 +73,21 @@ def test_compiled_networks_match_float_within_the_bound(config: str) -> None:
     found.with_found_examples(prop, PROPERTIES, PROPERTY.name, config)()
 
 
+@pytest.mark.parametrize("config", PROPERTIES["network_profile"].configs)
+def test_performance_profile_writes_the_default_bytes(config: str) -> None:
+    """Random networks under ``--profile performance`` (int8: compressed weights on nv_full, poolings fed by
+    SDP on the fly) equal the default compile byte for byte (``networks.check_profile``)."""
+    hw = get_config(config)
+    prop_def = PROPERTIES["network_profile"]
+
+    @fuzz_settings(max(1, EXAMPLES // 4))
+    @given(example=prop_def.strategy(hw))
+    def prop(example: NetSpec) -> None:
+        prop_def.check(hw, example)
+
+    found.with_found_examples(prop, PROPERTIES, prop_def.name, config)()
+
+
 @pytest.mark.parametrize("config", ("nv_small", "nv_full"))
 def test_bound_rejects_wrong_references(config: str) -> None:
     """A reference whose outputs are 1.25x, or whose convolutions have no bias, is outside the bound on
