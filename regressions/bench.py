@@ -637,11 +637,51 @@ def _counts(counts: dict) -> str:
 
 
 #: Sections in run order: name -> (what, function).
+#: (config, precision) pairs the profiles section compiles the zoo for.
+PROFILE_TARGETS = (("nv_small", "int8"), ("nv_full", "int8"), ("nv_full", "int16"))
+
+
+def section_profiles(b: Bench) -> None:
+    """``--profile`` per zoo network, config and precision: DLA operations, the operations using each
+    optimisation, and the DMA bytes read and written on golden for one input (``dla run --profile``'s
+    counters). Compressed weights and SDP->PDP save traffic; Winograd saves multiplications (2.25x on its
+    layers) and reads more weight bytes."""
+    import numpy as np
+
+    from compiler.driver import compile_graph
+    from compiler.frontend import onnx as onnx_frontend
+    from compiler.profiles import PROFILES, optimised_ops
+    from regressions.lib.zoo import ZOO
+    from runtime.executor import Network
+    from runtime.profile import Profile
+
+    table: dict = b.results.setdefault("profiles", {})
+    for name, build in ZOO.items():
+        model = build(0)
+        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+        x = np.random.default_rng(1).standard_normal((1, *shape[1:])).astype(np.float32)
+        for cfg, precision in PROFILE_TARGETS:
+            row = table.setdefault(name, {}).setdefault(f"{cfg}/{precision}", {})
+            for profile in PROFILES:
+                msg, _, _ = compile_graph(onnx_frontend.load(model), cfg, precision=precision, profile=profile)
+                prof = Profile()
+                Network(msg).run(x, profile=prof)
+                t = prof.totals()
+                row[profile] = {
+                    "dla_ops": sum(len(task.dla.ops) for task in msg.tasks if task.WhichOneof("kind") == "dla"),
+                    "dma_read": int(sum(t["read"].values())), "dma_written": int(sum(t["written"].values())),
+                    **{k: v for k, v in optimised_ops(msg).items() if v},
+                }
+            b.say(f"profiles {name} {cfg}/{precision}: " + ", ".join(
+                f"{p} {v['dma_read'] + v['dma_written']:,} B" for p, v in row.items()))
+
+
 SECTIONS: dict[str, tuple[str, Callable[[Bench], None]]] = {
     "golden": ("golden engines vs float64 GEMM", section_golden),
     "suite": ("nv_small trace suite on golden", section_suite),
     "rtl": ("nv_small suite on our RTL, Verilator vs Icarus", section_rtl),
     "compile": ("compile times", section_compile),
+    "profiles": ("--profile: DLA operations, optimisations used and DMA bytes per zoo network", section_profiles),
     "imagenet": ("ImageNet networks: compile time, peak memory, golden ResNet-50 per input", section_imagenet),
     "nvdla": ("NVDLA's nv_small RTL: our testbench vs NVDLA's C++ harness", section_nvdla),
     "regress": ("regression wall time at 1 and 2 workers", section_regress),

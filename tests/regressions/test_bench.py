@@ -140,8 +140,8 @@ def test_section_selection():
     assert bench.select_sections(["imagenet"], [], quick=True) == ["imagenet"]
     assert bench.select_sections(["regress"], [], quick=True) == ["regress"]
     assert bench.select_sections(["nvdla"], [], quick=True) == ["nvdla"]
-    assert bench.select_sections([], ["rtl", "regress"], quick=False) == ["golden", "suite", "compile", "imagenet",
-                                                                           "nvdla"]
+    assert bench.select_sections([], ["rtl", "regress"], quick=False) == ["golden", "suite", "compile", "profiles",
+                                                                           "imagenet", "nvdla"]
     with pytest.raises(SystemExit):
         bench.select_sections(["nope"], [], quick=False)
 
