@@ -78,11 +78,12 @@ class HwConfig:
     #: nv_small-family RTL computes the LO shift amount in 5 bits (``Y_shift_bits_int8_abs``: ~0 + 1 = 0),
     #: so -32 shifts by 0 there; LE's amount has 6 bits and is right.
     cdp_lo_select_minus32: bool = True
-    #: fp16 SDP whose X1 (BS) operand is one 2-byte component per channel (BRDMA_DATA_USE ALU or MUL, per
-    #: kernel): the smallest odd number of channel atoms at which the operation never finishes (0: none).
-    #: Measured on NVDLA's nv_full RTL (conv -> SDP on the fly, 2026-12-07): 3, 5, 7 and 9 atoms and every
-    #: even number finish; 11 to 31 odd ones hang (SDP's done never comes; the operand ends in half a 64-byte
-    #: beat). The cmod computes them; golden refuses them there (``compiler.passes.fp16`` reads pairs).
+    #: fp16 SDP whose X1 (BS) or X2 (BN) operand is one 2-byte component per channel (B/NRDMA_DATA_USE ALU or
+    #: MUL, per kernel): the smallest odd number of channel atoms at which the operation never finishes (0:
+    #: none). Measured on NVDLA's nv_full RTL (2026-12-07; X1 on the fly from a conv and from memory, X2 from
+    #: memory): 3, 5, 7 and 9 atoms and every even number finish; 11 to 31 odd ones hang (SDP's done never
+    #: comes; the operand ends in half a 64-byte beat). The cmod computes them; golden refuses them there
+    #: (``compiler.passes.fp16`` reads pairs). Y (ERDMA) was not measured.
     sdp_brdma_fp16_half_beat_hang: int = 0
 
     # ---- derived sizes -------------------------------------------------------------------------

@@ -66,8 +66,8 @@ def _whole_beats(st: XStage) -> XStage:
     Measured on NVDLA's nv_full RTL (2026-12-07, a 1x1 fp16 conv with a per-channel bias, X1 ALU only): with
     one 2-byte component per channel, K = 48, 80, 112, 144 and every even number of 16-channel groups
     finish, but 11, 13, 15, 17, 19, 21, 25 and 31 groups (K = 176 ... 496) never do: SDP's done bit never
-    comes, at any cube size, and without the bias they finish. The operand then ends in half a 64-byte read
-    beat. Read as ALU and MUL pairs (4 bytes a channel, what int16 networks read) every group is one whole
+    comes, at any cube size, and without the bias they finish; so do a standalone SDP's bias (X1) and PReLU
+    slopes (X2, NRDMA) at 11 atoms. The operand then ends in half a 64-byte read beat. Read as ALU and MUL pairs (4 bytes a channel, what int16 networks read) every group is one whole
     beat, and the results are unchanged."""
     alu = not st.bypass and not st.alu_bypass and isinstance(st.alu_operand, np.ndarray)
     mul = not st.bypass and not st.mul_bypass and isinstance(st.mul_operand, np.ndarray)

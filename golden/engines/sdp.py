@@ -508,16 +508,18 @@ def _check_mode(sdp: RegView, y: YConfig, cvt: OutCvt) -> None:
             raise mode.fail("OUTPUT_DST", "EW EQL mode sends no data, so it cannot feed PDP on the fly")
 
 
-def _check_half_beat(hw: HwConfig, rdma: RegView, dma: DmaOperand | None, x1, is_fp: bool, atoms: int) -> None:
-    """``HwConfig.sdp_brdma_fp16_half_beat_hang``: refuse what that RTL never finishes."""
+def _check_half_beat(hw: HwConfig, rdma: RegView, dma: DmaOperand | None, x, is_fp: bool, atoms: int) -> None:
+    """``HwConfig.sdp_brdma_fp16_half_beat_hang``: refuse what that RTL never finishes (X1's BRDMA and X2's
+    NRDMA measured, on the fly from CONV and from memory)."""
     limit = hw.sdp_brdma_fp16_half_beat_hang
     if not limit or not is_fp or dma is None or dma.per_element or dma.data_size != 2:
         return
-    if not (x1.uses_alu_mem or x1.uses_mul_mem) or dma.data_use == DATA_USE_BOTH:
+    if not (x.uses_alu_mem or x.uses_mul_mem) or dma.data_use == DATA_USE_BOTH:
         return
     if atoms % 2 and atoms >= limit:
-        raise rdma.D_BRDMA_CFG.fail(
-            "BRDMA_DATA_USE", f"one 2-byte fp16 component per channel over {atoms} channel atoms (odd, >= {limit}): "
+        p = f"{dma.prefix}RDMA"
+        raise getattr(rdma, dma.cfg_register).fail(
+            f"{p}_DATA_USE", f"one 2-byte fp16 component per channel over {atoms} channel atoms (odd, >= {limit}): "
             f"{hw.name}'s RTL never finishes this SDP operation (measured); read ALU and MUL pairs (DATA_USE BOTH)")
 
 
@@ -667,7 +669,8 @@ def run(ctx: OpContext) -> np.ndarray | None:
                 # cmod SdpRdma: NRDMA/ERDMA must deliver 2-byte components for a 16-bit input and datapath.
                 raise getattr(rdma, dma.cfg_register).fail(f"{prefix}RDMA_DATA_SIZE", "fp16 needs TWO_BYTE operands")
             dmas[stage] = dma
-        _check_half_beat(hw, rdma, dmas.get("BS"), x1, is_fp, c_pad // atom)
+        for stage, cfg in (("BS", x1), ("BN", x2)):
+            _check_half_beat(hw, rdma, dmas.get(stage), cfg, is_fp, c_pad // atom)
 
     # ---- input ----
     if source(ctx.regs) == "CONV":

@@ -58,3 +58,27 @@ def test_golden_refuses_the_single_component_bias_the_rtl_never_finishes(monkeyp
         else:
             Network(msg).run(x)
     assert get_config("nv_small").sdp_brdma_fp16_half_beat_hang == 0
+
+
+def _prelu(c: int):
+    rng = np.random.default_rng(c)
+    inits = [numpy_helper.from_array((rng.random((c, 1, 1)) * 0.5).astype(np.float32), "b"),
+             numpy_helper.from_array(np.ones((1,), np.float32), "one")]
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Sub", ["r", "one"], ["s"]),
+             helper.make_node("PRelu", ["s", "b"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 2, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 2, 2])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_x2_prelu_slopes_are_paired_too_and_golden_refuses_them_alone(monkeypatch) -> None:
+    """X2's per-channel PReLU slopes (NRDMA, MUL only) hang the same RTL at 11 atoms (measured from memory)."""
+    x = np.random.default_rng(0).standard_normal((1, 176, 2, 2)).astype(np.float32)
+    msg, _, _ = compile_graph(onnx_frontend.load(_prelu(176)), "nv_full", precision="fp16")
+    Network(msg).run(x)
+    monkeypatch.setattr(fp16_pass, "_whole_beats", lambda st: st)
+    msg, _, _ = compile_graph(onnx_frontend.load(_prelu(176)), "nv_full", precision="fp16")
+    with pytest.raises(ExecutionError, match=r"NRDMA_DATA_USE.*never finishes"):
+        Network(msg).run(x)
+    msg, _, _ = compile_graph(onnx_frontend.load(_prelu(144)), "nv_full", precision="fp16")
+    Network(msg).run(x[:, :144])
