@@ -85,9 +85,10 @@ def _place_operands(prm, weights: _Weights, plan: MemoryPlan, dst: Cube, atom: i
     return placed
 
 
-def _compressed_weights(name: str, hw, ctx: CompileContext, pieces, reuses, streams: dict, kernel: tuple[int, int, int],
+def _compressed_weights(name: str, hw, ctx: CompileContext, pieces, reuses, streams: dict, kernel: tuple[int, int],
                         weights: _Weights) -> dict | None:
-    """The conv's weights compressed, per piece key: (stream location, ``CompressedPlacement``), when the
+    """The conv's weights compressed, per weight block (k0, k1, c0, c1): (stream location,
+    ``CompressedPlacement``), given the plain ``streams`` of those blocks and the (R, S) ``kernel``, when the
     profile asks for it, the config has it, every piece can leave the last CBUF bank to the WMB and fetch its
     weights fresh (kept or reused weights stay plain), and it fetches fewer bytes; else None (plain)."""
     if not (ctx.profile.compress_weights and hw.weight_compression) or ctx.precision == "fp16":
@@ -96,16 +97,14 @@ def _compressed_weights(name: str, hw, ctx: CompileContext, pieces, reuses, stre
         return None
     if any(pc.data_banks > hw.cbuf_bank_number - 2 for pc in pieces):
         return None
-    r, s, _ = kernel
+    r, s = kernel
     bpe, group = ctx.bpe, hw.mac_atomic_k_for(ctx.precision)
     comps = {}
-    for (k0, k1, c0), raw in streams.items():
-        pc = next(p for p in pieces if p.kernels == (k0, k1) and (p.channels or (0, 0))[0] == c0)
-        c1 = pc.channels[1] if pc.channels else kernel[2]
+    for (k0, k1, c0, c1), raw in streams.items():
         per_kernel = (c1 - c0) * r * s
         if wcomp.group_wmb_entries(per_kernel, k1 - k0, group) > wcomp.MAX_GROUP_WMB_ENTRIES:
             return None
-        comps[(k0, k1, c0)] = wcomp.compress(raw[: (k1 - k0) * per_kernel * bpe], bpe=bpe, kernels=k1 - k0,
+        comps[(k0, k1, c0, c1)] = wcomp.compress(raw[: (k1 - k0) * per_kernel * bpe], bpe=bpe, kernels=k1 - k0,
                                              kernel_group=group)
     if sum(cw.fetched for cw in comps.values()) >= sum(len(raw) for raw in streams.values()):
         return None
@@ -151,7 +150,7 @@ def _winograd_op(g: Graph, n: Node, ctx: CompileContext, weights: _Weights, src:
     spec = _WinogradSpec(ctx.precision, geo.pad, geo.ext, conv.pra_truncate, conv.clip_truncate)
     emit_winograd(regs, src, weights.add(stream), winograd_weight_bytes(len(stream)), (k, geo.ce), dst, spec,
                   sdp=sdp, operands=_place_operands(sdp, weights, ctx.plan, dst, ctx.atom, 0, 0, ctx.bpe))
-    _, c, r, s = n.attrs["weight"].shape if "weight" in n.attrs else (k, geo.ce, 3, 3)
+    _, c, r, s = n.attrs["weight"].shape
     op = pb.DlaOp(name=n.name, engines=CONV_ENGINES, layer=layer, interrupt_mask=1 << done_bit("SDP"),
                   macs=k * c * r * s * dst.height * dst.width)
     _to_pb_writes(hw, regs, op)
@@ -225,13 +224,12 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
         pieces = n.attrs["pieces"]
         reuses = [cbuf_reuse(hw, pieces, i, (pc.channels[1] - pc.channels[0] if pc.channels else c) * r * s * bpe)
                   if ctx.profile.cbuf_reuse else CbufReuse() for i, pc in enumerate(pieces)]
-        streams = {}
+        streams = {}  # (k0, k1, c0, c1) -> the plain weight stream of each block the pieces read
         for pc in pieces:
-            k0, k1 = pc.kernels
-            c0, c1 = pc.channels or (0, c)
-            if (k0, k1, c0) not in streams:
-                streams[(k0, k1, c0)] = pack_dc_weights(wq[k0:k1, c0:c1], hw, dtype)
-        packed = _compressed_weights(n.name, hw, ctx, pieces, reuses, streams, (r, s, c), weights)
+            block = (*pc.kernels, *(pc.channels or (0, c)))
+            if block not in streams:
+                streams[block] = pack_dc_weights(wq[block[0]:block[1], block[2]:block[3]], hw, dtype)
+        packed = _compressed_weights(n.name, hw, ctx, pieces, reuses, streams, (r, s), weights)
         if packed is not None:
             wlocs = {key: loc for key, (loc, _) in packed.items()}
         else:
@@ -249,9 +247,10 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
             operands = _place_operands(prm, weights, plan, out, atom, o0, k0, bpe)
             piece_conv = replace(conv, weights=wq[k0:k1, c0:c1], pad=(pc.pad_top, conv.pad[1]))
             regs = RegProgram(hw, strict=True)
-            emit_conv(regs, band, wlocs[(k0, k1, c0)], (k1 - k0, c1 - c0, r, s), out, piece_conv, prm, operands,
+            block = (k0, k1, c0, c1)
+            emit_conv(regs, band, wlocs[block], (k1 - k0, c1 - c0, r, s), out, piece_conv, prm, operands,
                       data_banks=pc.data_banks, reuse=reuse,
-                      compressed=packed[(k0, k1, c0)][1] if packed is not None else None, to_pdp=fly is not None)
+                      compressed=packed[block][1] if packed is not None else None, to_pdp=fly is not None)
             op = pb.DlaOp(name=n.name if len(pieces) == 1 else f"{n.name}#{i}", engines=CONV_ENGINES, layer=layer,
                           interrupt_mask=1 << done_bit("SDP"),
                           macs=(k1 - k0) * (c1 - c0) * r * s * (o1 - o0) * dst.width)

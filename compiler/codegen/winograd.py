@@ -54,6 +54,12 @@ class WinogradGeometry:
     data_banks: int
 
 
+def data_banks(hw, ext_height: int, entries_per_slice: int) -> int:
+    """CBUF data banks holding a Winograd input of ``ext_height`` lines of ``entries_per_slice`` entries."""
+    bank_entries = hw.cbuf_bank_width * hw.cbuf_bank_depth // ENTRY
+    return max(1, -(-ext_height * entries_per_slice // bank_entries))
+
+
 def winograd_geometry(hw, precision: str, in_chw: tuple[int, int, int], out_hw: tuple[int, int],
                       pad: tuple[int, int]) -> WinogradGeometry:
     c, h, w = in_chw
@@ -62,8 +68,7 @@ def winograd_geometry(hw, precision: str, in_chw: tuple[int, int, int], out_hw: 
     (oh, ow), (pt, pl) = out_hw, pad
     he, we = oh + 4, ow + 4
     eps = we * ce * BPE[precision] // ENTRY
-    bank_entries = hw.cbuf_bank_width * hw.cbuf_bank_depth // ENTRY
-    return WinogradGeometry(ce, (he, we), (pt, pl, he - pt - h, we - pl - w), eps, -(-he * eps // bank_entries))
+    return WinogradGeometry(ce, (he, we), (pt, pl, he - pt - h, we - pl - w), eps, data_banks(hw, he, eps))
 
 
 def emit_winograd(r: RegProgram, src: Cube, weights: Loc, weight_bytes: int, kernel: tuple[int, int], dst: Cube,
@@ -81,8 +86,7 @@ def emit_winograd(r: RegProgram, src: Cube, weights: Loc, weight_bytes: int, ker
     (sy, sx), (pt, pl, pb, pr) = conv.stride, conv.pad
     he, we = conv.ext_hw()
     eps = we * ce * bpe // ENTRY
-    bank_entries = hw.cbuf_bank_width * hw.cbuf_bank_depth // ENTRY
-    data_banks = max(1, -(-he * eps // bank_entries))
+    banks = data_banks(hw, he, eps)
     wbytes = weight_bytes
     if sdp is None:
         _bypass_sdp(r, dst, conv.out_cvt, prec, k)
@@ -115,7 +119,7 @@ def emit_winograd(r: RegProgram, src: Cube, weights: Loc, weight_bytes: int, ker
     r.reg("CSC", "D_ATOMICS", ow * oh - 1)
     r.reg("CSC", "D_RELEASE", he - 1)
     r.reg("CSC", "D_ZERO_PADDING_VALUE", conv.pad_value & 0xFFFF)
-    r.reg("CSC", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=hw.cbuf_bank_number - data_banks - 1)
+    r.reg("CSC", "D_BANK", DATA_BANK=banks - 1, WEIGHT_BANK=hw.cbuf_bank_number - banks - 1)
     r.reg("CSC", "D_PRA_CFG", PRA_TRUNCATE=conv.pra_truncate)
     # CDMA: the cube in memory, its padding and stride.
     r.reg("CDMA", "D_MISC_CFG", **misc)
@@ -141,7 +145,7 @@ def emit_winograd(r: RegProgram, src: Cube, weights: Loc, weight_bytes: int, ker
     r.reg("CDMA", "D_CONV_STRIDE", CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1)
     r.reg("CDMA", "D_ZERO_PADDING", PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
     r.reg("CDMA", "D_ZERO_PADDING_VALUE", conv.pad_value & 0xFFFF)
-    r.reg("CDMA", "D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=hw.cbuf_bank_number - data_banks - 1)
+    r.reg("CDMA", "D_BANK", DATA_BANK=banks - 1, WEIGHT_BANK=hw.cbuf_bank_number - banks - 1)
     # Enables in the firmware's order: SDP, then CACC, CMAC_A, CMAC_B, CSC, CDMA.
     # Direct-mode registers a previous convolution may have left: CSC sees stride 1, no dilation, no padding.
     r.reg("CSC", "D_CONV_STRIDE_EXT", CONV_X_STRIDE_EXT=0, CONV_Y_STRIDE_EXT=0)

@@ -24,6 +24,7 @@ def fuse_pdp(g: Graph, ctx: CompileContext) -> Graph:
     if not ctx.profile.fuse_pdp or ctx.firmware_pdp:
         return g
     consumers: dict[str, list] = {}
+    producer = {o: n for n in g.nodes for o in n.outputs}
     for n in g.nodes:
         for t in n.inputs:
             consumers.setdefault(t, []).append(n)
@@ -32,12 +33,13 @@ def fuse_pdp(g: Graph, ctx: CompileContext) -> Graph:
         if pool.op != "dla.pdp" or pool.attrs.get("pdp_regions") or pool.attrs.get("pdp") is None:
             continue
         t = pool.inputs[0]
-        prod = next((n for n in g.nodes if t in n.outputs), None)
+        prod = producer.get(t)
         if prod is None or not _fusable(g, prod, pool, t, consumers):
             continue
         prod.attrs["flying_pdp"] = (pool.attrs["pdp"], tuple(g.shapes[t]))
         prod.attrs["layers"] = list(prod.attrs.get("layers", [prod.name])) + list(pool.attrs.get("layers", [pool.name]))
         prod.outputs = list(pool.outputs)
+        producer.update({o: prod for o in pool.outputs})
         g.nodes.remove(pool)
         fused += 1
     if fused:
