@@ -12,7 +12,7 @@ from compiler.codegen.conv import CbufReuse, CompressedPlacement, emit_conv
 from compiler.codegen.winograd import emit_winograd, pack_winograd_weights, winograd_weight_bytes
 from compiler.codegen.pack import pack_dc_weights, pack_operands
 from compiler.codegen.pdp import emit_pdp
-from compiler.codegen.wide import emit_pdp_wide
+from compiler.codegen.wide import emit_cdp_wide, emit_pdp_wide
 from compiler.codegen.program import Cube, OperandPlacement
 from golden.program import RegProgram
 from compiler.codegen.sdp import STAGES, stage_mem_use
@@ -292,7 +292,11 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
             ops.append(op)
     elif n.op == "dla.cdp":
         regs = RegProgram(hw, strict=True)
-        emit_cdp(regs, src, dst, n.attrs["cdp"])
+        prm = n.attrs["cdp"]
+        if prm.precision == "int8":
+            emit_cdp(regs, src, dst, prm)
+        else:
+            emit_cdp_wide(regs, src, dst, prm, prm.precision, nan_to_zero=False)
         op = pb.DlaOp(name=n.name, engines=["CDP"], layer=layer, interrupt_mask=1 << done_bit("CDP"))
         _to_pb_writes(hw, regs, op)
         ops.append(op)

@@ -98,6 +98,7 @@ class CdpParams:
     datout_offset: int = 0
     datout_scale: int = 1
     datout_shifter: int = 0
+    precision: str = "int8"  # "fp16": the CVT fields are unused (CDP's fp16 path has no converters)
 
 
 @dataclass

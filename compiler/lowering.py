@@ -200,8 +200,11 @@ def lower_pool(lw: Lowering, n: Node) -> bool:
 
 
 def lower_lrn(lw: Lowering, n: Node) -> bool:
-    """LRN on CDP, for the window sizes CDP has (int8 networks: its LUT is built for int8 scales)."""
-    if not (lw.ctx.hw.cdp and lw.ctx.precision == "int8" and int(n.attrs["size"]) in CDP_WINDOWS and lw.cube_ok(n)):
+    """LRN on CDP, for the window sizes CDP has, in int8 and fp16 (``compiler.lut``: int8 tables over the
+    square sums of the calibrated scales, fp16 ones over the network's own values; int16 LRN stays on the
+    CPU)."""
+    if not (lw.ctx.hw.cdp and lw.ctx.precision in ("int8", "fp16") and int(n.attrs["size"]) in CDP_WINDOWS
+            and lw.cube_ok(n)):
         return False
     lw.emit(Node(n.name, "dla.cdp", [n.inputs[0]], list(n.outputs), dict(n.attrs, layers=[n.name])))
     return True

@@ -313,6 +313,90 @@ def lrn_params(size: int, alpha: float, beta: float, bias: float, in_scale: floa
     return design.params
 
 
+# ---- LRN on CDP in fp16 -----------------------------------------------------------------------------------
+#: Largest step of the fp16 LRN's LO table in units of bias/a (u = a*s/bias): linear interpolation of
+#: (1 + u)^-beta over a step du is off by about du^2 * beta(beta+1) / 8 relatively at u = 0, less past it,
+#: and the nudged entries halve that; 0.04 keeps it near 1e-4, within half an fp16 step (2.4e-4).
+FP16_LRN_MAX_STEP = 0.04
+
+
+@dataclass(frozen=True)
+class LrnFp16Design:
+    """The fp16 CDP program and its predicted worst relative error of the LUT value r ~ f(S), over the LO
+    range (u = a*S/bias up to ``lo_reach``) and past it (LE's octaves, up to the largest square sum of fp16
+    values)."""
+
+    params: CdpParams
+    lo_reach: float
+    lo_error: float
+    le_error: float
+
+
+def lrn_fp16(size: int, alpha: float, beta: float, bias: float) -> LrnFp16Design:
+    """CDP parameters for cross-channel LRN on fp16 tensors: ``y = x * f(S)``, ``f(S) = (bias + a*S)^-beta``,
+    ``a = alpha/size``, S the fp32 sum of the window's squares (CDP's fp16 path has no converters: values
+    are the network's own).
+
+    LO (linear, 256 segments of 2^select from 0) tabulates where f bends most, u = a*S/bias below about
+    10, with steps of at most ``FP16_LRN_MAX_STEP``; LE in exponent mode takes the octaves from LO's end
+    (2^offset = LO's END) up, 64 of them, so every finite S is covered; past them the last entry holds.
+    Priorities: both hit -> LO; S = 0 underflows both and LO's entry 0 is f(0). LE's octaves interpolate
+    a power law coarsely (a few percent off mid-octave for beta = 3/4), so strongly normalized values are
+    less exact than fp16; the error figures say how much. Entries are fp16 (``_nudged``), START/END fp32
+    patterns, slope scales 0. ValueError when the window, the constants or the ranges do not fit."""
+    if size not in LRN_SIZES:
+        raise ValueError(f"CDP windows are 3, 5, 7 or 9 channels, not {size}: run this LRN on the CPU")
+    if not all(math.isfinite(v) for v in (alpha, beta, bias)) or alpha <= 0 or bias <= 0:
+        raise ValueError(f"LRN needs finite alpha > 0 and bias > 0 (alpha={alpha}, beta={beta}, bias={bias})")
+    a = alpha / size
+
+    def f(s: np.ndarray) -> np.ndarray:
+        return (bias + a * np.asarray(s, dtype=np.float64)) ** -beta
+
+    select = math.floor(math.log2(FP16_LRN_MAX_STEP * bias / a))
+    offset = select + 8  # LO's END = 256 * 2^select: LE's first octave starts there
+    if not (-128 <= select <= 127 and -128 <= offset and offset + 64 < 128):
+        raise ValueError(f"LRN alpha={alpha}, bias={bias}: the table steps (2^{select}) leave fp32's "
+                         "exponent range: run this LRN on the CPU")
+    lo_knots = (2.0 ** select) * np.arange(LO_DEPTH)
+    le_knots = 2.0 ** (offset + np.arange(LE_DEPTH, dtype=np.float64))
+    with np.errstate(over="ignore"):
+        lo = _f16(_nudged(f, lo_knots))
+        le = _f16(_nudged(f, le_knots))
+    if not (np.all(np.isfinite(lo.astype(np.uint16).view(np.float16)))
+            and np.all(np.isfinite(le.astype(np.uint16).view(np.float16)))):
+        raise ValueError(f"LRN bias={bias}, beta={beta}: f(0) = {float(f(np.array(0.0))):g} is beyond fp16")
+
+    reachable = size * 65504.0 ** 2  # the largest square sum of fp16 values
+
+    def worst(knots: np.ndarray, table: np.ndarray) -> float:
+        keep = int(np.searchsorted(knots, reachable)) + 1
+        knots, table = knots[:keep], table[:keep]
+        t = np.linspace(0.0, 1.0, 65)[None, :]
+        s = knots[:-1, None] + t * np.diff(knots)[:, None]
+        v = table.astype(np.uint16).view(np.float16).astype(np.float64)
+        r = v[:-1, None] + t * np.diff(v)[:, None]
+        return float(np.max(np.abs(r / f(s) - 1.0)))
+
+    lut = LutRegisters(
+        le_table=tuple(int(v) for v in le),
+        lo_table=tuple(int(v) for v in lo),
+        le_function="exp",
+        le_start=_f32(0.0),
+        le_end=_f32(float(le_knots[-1])),
+        lo_start=_f32(0.0),
+        lo_end=_f32(float(lo_knots[-1])),
+        le_index_offset=offset,
+        le_index_select=0,
+        lo_index_select=select,
+        uflow_priority=TABLE_LO,
+        oflow_priority=TABLE_LE,
+        hybrid_priority=TABLE_LO,
+    )
+    params = CdpParams(lut=lut, normalz_len=LRN_SIZES[size], precision="fp16")
+    return LrnFp16Design(params, float(a * lo_knots[-1] / bias), worst(lo_knots, lo), worst(le_knots, le))
+
+
 # ---- sigmoid / tanh on SDP's Y stage ------------------------------------------------------------------------
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=np.float64)))  # no overflow for any x

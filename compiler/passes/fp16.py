@@ -15,7 +15,10 @@ The float graph maps onto the fp16 datapath directly (NVDLA's compiler builds nv
 
 - sigmoid/tanh: Y's LUT in fp16 mode (``compiler.lut.sdp_activation_fp16``).
 
-LRN runs on the CPU (CDP's table is built for int8). A value fp16 cannot hold (a weight or bias beyond 65504
+- LRN: CDP in fp16, its LUT over the fp32 square sums (``compiler.lut.lrn_fp16``: LO linear where
+  the function bends, LE's octaves past it).
+
+A value fp16 cannot hold (a weight or bias beyond 65504
 after folding) is refused naming the layer.
 """
 from __future__ import annotations
@@ -25,7 +28,7 @@ import numpy as np
 from compiler.hwparams import ALU_MAX, ALU_MIN, ALU_SUM, ConvParams, PdpParams, SdpParams, TensorOperand, XStage, YStage
 from compiler.ir import Graph, Node
 from compiler.passes import CompileContext
-from compiler.lut import sdp_activation_fp16
+from compiler.lut import lrn_fp16, sdp_activation_fp16
 from compiler.postops import Eltwise, Lut, PRelu, Relu, by_stage
 from golden import fp
 from golden.lut import LutRegisters
@@ -168,6 +171,20 @@ def pdp_params(n: Node, kernel, stride, pads) -> PdpParams:
                      recip_w=fp17_bits(1.0 / kw), recip_h=fp17_bits(gain / kh), precision="fp16")
 
 
+def _lrn(n: Node, ctx: CompileContext) -> None:
+    """CDP's fp16 LRN program, its predicted accuracy logged; on the CPU when the constants do not fit."""
+    try:
+        design = lrn_fp16(int(n.attrs["size"]), float(n.attrs["alpha"]), float(n.attrs["beta"]),
+                          float(n.attrs["bias"]))
+    except ValueError as exc:
+        ctx.log(f"  {n.name}: LRN on the CPU ({exc})")
+        n.op = "cpu.LRN"
+        return
+    n.attrs["cdp"] = design.params
+    ctx.log(f"  {n.name}: LRN on CDP (fp16 LUT: within {design.lo_error:.1e} of the function up to "
+            f"a*S/bias = {design.lo_reach:.1f}, {design.le_error:.1e} past it)")
+
+
 def fp16_params(g: Graph, ctx: CompileContext) -> Graph:
     """The fp16 counterpart of ``quantize``: register parameters of every engine op, every scale 1."""
     ctx.scales = {}
@@ -188,6 +205,8 @@ def fp16_params(g: Graph, ctx: CompileContext) -> Graph:
                 if n.attrs.get("regions"):
                     n.attrs["pdp_regions"] = [(r, pdp_params(n, r.kernel, r.stride, r.pads))
                                               for r in n.attrs["regions"]]
+            elif n.op == "dla.cdp":
+                _lrn(n, ctx)
             elif n.op.startswith("dla."):
                 raise ValueError(f"{n.op} has no fp16 program")
         except (OverflowError, ValueError) as exc:

@@ -20,6 +20,7 @@ from golden.layout import read_cube, write_cube
 from golden.lut import LutRegisters
 from regressions.lib.reference import cdp as ref_cdp
 from regressions.lib.reference import conv as ref_conv
+from regressions.lib.reference import cdp_fp16 as ref_cdp_fp16
 from regressions.lib.reference import conv_fp16 as ref_conv_fp16
 from regressions.lib.reference import conv_winograd as ref_wg
 from regressions.lib.reference import pdp as ref_pdp
@@ -132,8 +133,11 @@ def reference(node, inputs: dict[str, np.ndarray], out_shape: tuple[int, int, in
                             average=average, precision=p.precision)
     if node.op == "dla.cdp":
         p = node.attrs["cdp"]
-        fields = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name != "lut"}
-        return ref_cdp.lrn(x, lut=p.lut, **fields)
+        if p.precision == "fp16":
+            return ref_cdp_fp16.lrn_fp16(x, lut=p.lut, normalz_len=p.normalz_len, sqsum_bypass=p.sqsum_bypass,
+                                         mul_bypass=p.mul_bypass)
+        fields = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name not in ("lut", "precision")}
+        return ref_cdp.lrn(x, lut=p.lut, precision=p.precision, **fields)
     raise ValueError(f"no reference for {node.op}")
 
 

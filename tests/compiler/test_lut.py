@@ -66,7 +66,7 @@ def lrn_out_scale(size: int, alpha: float, beta: float, bias: float, in_scale: f
 
 def run_cdp(hw_name: str, q: np.ndarray, p: CdpParams) -> np.ndarray:
     hw = get_config(hw_name)
-    layer = LrnLayer(x=q, **{f.name: getattr(p, f.name) for f in fields(p)})
+    layer = LrnLayer(x=q, **{f.name: getattr(p, f.name) for f in fields(p) if f.name != "precision"})
     raw = program_cdp(hw, layer).run(Dla(hw))
     return unpack_feature(raw, *q.shape, hw.atom_elements())
 

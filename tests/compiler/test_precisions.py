@@ -64,7 +64,8 @@ def test_zoo_networks_match_float_in_16_bits(name: str, precision: str) -> None:
     assert features == {DTYPES[precision]}
     assert ld.quantization == ("" if precision == "fp16" else "per-filter")
     cpu = {n.op for n in lowered.nodes if n.op.startswith("cpu.")}
-    assert cpu <= {"cpu.LRN"}, cpu  # LRN: CDP's LUT is built for int8 scales only
+    # LRN is on CDP in fp16 (compiler.lut.lrn_fp16); int16 LRN has no CDP table design yet
+    assert cpu <= (set() if precision == "fp16" else {"cpu.LRN"}), cpu
     for name_out, y in want.items():
         c = cosine(got[name_out], y)
         assert c >= COSINE[precision], f"{name_out}: cosine {c:.6f} < {COSINE[precision]}"

@@ -28,7 +28,7 @@ from runtime.suite import TARGETS
 
 NETS = ("lenet", "poolnet", "resnet", "mobilenet", "inception")
 CASES = [(n, "nv_small", "int8") for n in NETS] + [(n, "nv_full", "int8") for n in NETS] \
-    + [(n, "nv_full", "fp16") for n in NETS if n != "inception"]  # (inception's LRN is a CPU task in fp16)
+    + [(n, "nv_full", "fp16") for n in NETS]
 
 
 @functools.lru_cache(maxsize=None)
