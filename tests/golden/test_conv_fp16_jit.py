@@ -4,11 +4,13 @@ over drawn geometries and values: exponent spreads wide enough to shift products
 pad values, strides, dilations, partial last slices."""
 from __future__ import annotations
 
+import numba
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golden.engines import conv_fp16 as F
+from golden.engines import conv_fp16_jit as jit
 from golden.engines.conv_datapath import ConvGeometry
 from regressions.lib.reference import conv_fp16 as ref
 
@@ -67,3 +69,102 @@ def test_compiled_equals_the_plain_loop_reference(case) -> None:
                                 pad=(geom.pad_top, geom.pad_left), pad_value=geom.pad_value,
                                 out_hw=(geom.out_height, geom.out_width))
     np.testing.assert_array_equal(got, np.asarray(want, dtype=np.uint32))
+
+
+# ---- the kernel's parts ------------------------------------------------------------------------------------------
+def _mantissas(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Pre-shifted mantissas of random nonzero fp16 values (normal and denormal), as the CMAC forms them."""
+    return F._fields(rng.integers(1, 0x7C01, n))[2].astype(np.int64)
+
+
+def test_shift_4_booth_product_is_the_floored_product() -> None:
+    """``group`` adds floor(p / 16) for lanes one level below the block maximum: the Booth tree's result at
+    shift 4 (the kernel relies on it; the module docstring says why it holds)."""
+    rng = np.random.default_rng(0)
+    w, d = _mantissas(rng, 200_000), _mantissas(rng, 200_000)
+    sign = rng.integers(0, 2, w.size)
+    mag, neg = F.booth_digits(w)
+    negs = ((neg ^ sign) & (mag != 0)).astype(np.uint32)
+    got = F.booth_products(mag, negs, d.astype(np.uint32), np.full(w.size, 4))
+    np.testing.assert_array_equal(got.astype(np.int64), (np.where(sign == 1, -w, w) * d) >> 4)
+
+
+def test_packed_booth_equals_the_array_code() -> None:
+    """``booth`` on ``booth_code`` (both data signs) against ``conv_fp16.booth_products``, every shift 4..28."""
+    jit.kernel()
+    rng = np.random.default_rng(1)
+    n = 50_000
+    w, d = _mantissas(rng, n), _mantissas(rng, n)
+    wsign, dsign = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    shift = 4 * rng.integers(1, 8, n)
+    mag, neg = F.booth_digits(w)
+    negs = ((neg ^ wsign ^ dsign) & (mag != 0)).astype(np.uint32)
+    want = F.booth_products(mag, negs, d.astype(np.uint32), shift)
+    code = jit.booth_code(mag, neg, wsign)
+
+    @numba.njit
+    def run(d, shift, code, dsign, out):
+        for i in range(d.size):
+            c = code[i]
+            out[i] = jit.booth(d[i], shift[i], c & 0xFFFF, ((c >> 16) & 0xFFFF) ^ ((c >> 32) & -dsign[i]))
+
+    got = np.empty(n, dtype=np.int64)
+    run(d, shift, code, dsign, got)
+    np.testing.assert_array_equal(got, want.astype(np.int64))
+
+
+def test_compiled_group_equals_plain_group() -> None:
+    """The LLVM IR ``group`` against its numpy form on blocks with absent lanes and wide level spreads."""
+    jit.kernel()
+    group = jit.group
+
+    @numba.njit
+    def run(wl, dl, ws, ds, out):
+        for i in range(wl.shape[0]):
+            out[i, 0], out[i, 1], out[i, 2] = group(wl[i], dl[i], ws[i], ds[i])
+
+    rng = np.random.default_rng(2)
+    n = 3000
+    levels = [np.array([jit.ABSENT, 0, 1, 2, 3, 4, 5, 6, 7]), np.array([jit.ABSENT, 2, 3, 3, 3]),
+              np.array([jit.ABSENT, 7, 7, 0])]
+    for choices in levels:
+        wl, dl = (rng.choice(choices, (n, jit.LANES)).astype(np.int8) for _ in range(2))
+        ws, ds = ((_mantissas(rng, n * jit.LANES) * rng.choice([-1, 1], n * jit.LANES)).reshape(n, jit.LANES)
+                  .astype(np.int16) for _ in range(2))
+        ws[wl == jit.ABSENT] = 0
+        ds[dl == jit.ABSENT] = 0
+        got = np.empty((n, 3), dtype=np.int64)
+        run(wl, dl, ws, ds, got)
+        want = np.array([jit.group_plain(wl[i], dl[i], ws[i], ds[i]) for i in range(n)], dtype=np.int64)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_branch_free_cacc_add_equals_the_array_code() -> None:
+    """The kernel's ``cacc_add`` against ``conv_fp16.cacc_add``: random accumulators and MAC words of every
+    width, zeros, the most negative mantissas and exponent gaps beyond 40."""
+    jit.kernel()
+    cacc = jit.cacc_add
+
+    @numba.njit
+    def run(ae, am, me, mm, out_e, out_m):
+        for i in range(ae.size):
+            out_e[i], out_m[i] = cacc(ae[i], am[i], me[i], mm[i])
+
+    rng = np.random.default_rng(3)
+    n = 400_000
+
+    def signed(bits: int) -> np.ndarray:
+        width = rng.integers(0, bits, n)
+        v = rng.integers(-(1 << 62), 1 << 62, n) >> (62 - width)
+        v = np.where(rng.random(n) < 0.05, 0, v)
+        return np.where(rng.random(n) < 0.02, -(1 << width), v)
+
+    am = signed(40)
+    am = np.where(rng.random(n) < 0.01, -(1 << 39), am)
+    mm = np.clip(signed(38), -(1 << 37), (1 << 37) - 1)
+    ae, me = rng.integers(0, 255, n), 4 * rng.integers(0, 15, n)
+    got_e, got_m = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    run(ae, am, me, mm, got_e, got_m)
+    want_e, want_m = F.cacc_add(ae, am, me, mm)
+    np.testing.assert_array_equal(got_e, want_e)
+    np.testing.assert_array_equal(got_m, want_m)
