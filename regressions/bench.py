@@ -116,7 +116,7 @@ class Sizes:
     conv: tuple[int, int, int, int, int]
     #: The same for the int16 and fp16 convs (nv_full with deep CBUF banks).
     conv16: tuple[int, int, int, int, int]
-    #: fp16 conv: emulates CMAC's aligned Booth products lane by lane (compiled; ~50x the int16 cost).
+    #: fp16 conv: emulates CMAC's aligned Booth products lane by lane (compiled; ~10x the int16 cost).
     conv_fp16: tuple[int, int, int, int, int]
     #: (channels, height, width) of the SDP/PDP/CDP cube.
     cube: tuple[int, int, int]
