@@ -367,6 +367,19 @@ def _config_target(name: str) -> str:
     return name
 
 
+def _precision_overrides(spec: str | None) -> dict[str, str]:
+    """``--precision-overrides``: {layer: type}; a one-line error for a spec that does not parse."""
+    if not spec:
+        return {}
+    from compiler.errors import CompileError
+    from compiler.passes.mixed import parse_overrides
+
+    try:
+        return parse_overrides(spec)
+    except CompileError as exc:
+        raise UserError(str(exc)) from None
+
+
 @_guarded
 def cmd_compile(args: argparse.Namespace) -> int:
     from loadable.format import LoadableError, check_loadable, write_loadable
@@ -387,7 +400,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     calibrating = [o for o, v in (("--calib-images", args.calib_images), ("--calib-random", args.calib_random),
                                   ("--calib-table", args.calib_table), ("--calib-table-out", args.calib_table_out),
                                   ("--quant-report", args.quant_report)) if v is not None]
-    if args.precision == "fp16" and calibrating:
+    overrides = _precision_overrides(args.precision_overrides)
+    if args.precision == "fp16" and calibrating and "int16" not in overrides.values():
         raise UserError(f"{calibrating[0]}: an fp16 network is not calibrated (drop it, or --precision int8)")
     if args.calib_random is not None and args.calib_random <= 0:
         raise UserError(f"--calib-random {args.calib_random}: needs a positive number of samples")
@@ -427,6 +441,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 progress=progress, quant_report=report, calibration=table, precision=args.precision,
                 **({"firmware_pdp": True} if args.format == "nvdla" else {}),
                 **({"profile": args.profile} if args.profile != DEFAULT_PROFILE else {}),
+                **({"precision_overrides": overrides} if overrides else {}),
             )
     finally:
         status.clear()  # before any error line
@@ -737,6 +752,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the network's data type on the DLA: int8 (calibrated; the default where the config "
                         "has it) or fp16 (no calibration; the default on configs without int8). NVDLA's "
                         "compiler calls it --cprecision")
+    c.add_argument("--precision-overrides", metavar="LAYER=TYPE,...|JSON",
+                   help="mixed precision: these model layers in int16 or fp16 in a --precision int16/fp16 "
+                        "network (e.g. conv2=fp16,fc1=int16, or a JSON object {layer: type}); each boundary "
+                        "becomes one converting operation")
     c.add_argument("--profile", choices=tuple(PROFILES), default=DEFAULT_PROFILE,
                    help="optional hardware optimisations, as NVDLA's compiler names them: basic (none), default "
                         "(CBUF data/weight reuse across split convolutions), performance and fast-math (also "

@@ -31,6 +31,7 @@ from compiler.passes.memplan import memplan
 from compiler.passes.partition import partition
 from compiler.passes.quantize import quantize
 from compiler.passes.fp16 import fp16_params
+from compiler.passes.mixed import assign_precisions, check_overrides, mixed_params
 from compiler.passes.split_conv import split_conv
 from compiler.passes.fuse_pdp import fuse_pdp
 from compiler.passes.winograd import winograd
@@ -68,9 +69,17 @@ PIPELINE = [
 CALIBRATION_PASSES = ("calibrate", "equalize_concats")
 
 
-def pipeline(precision: str) -> list:
+def pipeline(precision: str, mixed: bool = False) -> list:
     """The passes for ``precision``: int8 as ``PIPELINE``; fp16 without calibration, its parameters from
-    ``passes.fp16`` instead of ``quantize``."""
+    ``passes.fp16`` instead of ``quantize``. ``mixed`` (``--precision-overrides``): calibrated, each op's
+    precision assigned after lowering and its parameters built in that precision (``passes.mixed``)."""
+    if mixed:
+        out = []
+        for name, fn in PIPELINE:
+            out.append((name, mixed_params) if name == "quantize" else (name, fn))
+            if name == "lower":
+                out.append(("precisions", assign_precisions))
+        return out
     if precision == "int8":
         return PIPELINE
     if precision == "int16":  # calibrated as int8, 16-bit scales
@@ -206,13 +215,15 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
                   histograms: bool = False,
                   observe: Callable[[str, Graph], None] | None = None,
                   precision: str | None = None, firmware_pdp: bool = False,
-                  profile: str | None = None) -> tuple[object, Graph, CompileContext]:
+                  profile: str | None = None,
+                  precision_overrides: dict[str, str] | None = None) -> tuple[object, Graph, CompileContext]:
     """Compile an IR graph; returns (Loadable proto, lowered graph, context). Tests use the graph and the
     context (scales, plan) to replay single layers. ``histograms`` keeps every tensor's calibration histogram
     in the context (for ``compiler.quant_report``) even when the method does not need them. ``observe`` is
     called with (pass name, graph) after every pass. ``precision`` (None: ``default_precision``) is the
     networks' data type on the DLA. ``firmware_pdp``: for NVDLA's firmware (``--format nvdla``), averages
-    take its reciprocal table. ``profile`` names the optional optimisations (``compiler.profiles``)."""
+    take its reciprocal table. ``profile`` names the optional optimisations (``compiler.profiles``).
+    ``precision_overrides`` ({layer: "int16" | "fp16"}) mixes the two 16-bit types (``passes.mixed``)."""
     from compiler.emit import emit_loadable
     from compiler.profiles import get_profile
 
@@ -230,6 +241,8 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
     if not (hw.supports(precision)):
         have = ", ".join(p for p in PRECISIONS if hw.supports(p))
         raise CompileError("", f"--precision {precision}: {hw.name} has no {precision} datapath (it has {have})")
+    if precision_overrides:
+        check_overrides(precision_overrides, precision)
     if precision != "int8" and g.quant_scales:
         raise CompileError(g.source, f"--precision {precision}: the model is quantized to int8 (its QuantizeLinear "
                                      "or QLinear ops); compile it in int8")
@@ -242,10 +255,10 @@ def compile_graph(g: Graph, hw_name: str, *, calib_inputs: list[dict] | None = N
     ctx = CompileContext(hw=hw, quant=quant, calib_method=calib_method, log=log, progress=progress, precision=precision,
                          amax={**model_ranges, **(calib_table or {})}, keep_histograms=histograms,
                          fixed_scales=set(model_ranges) - set(calib_table or {}), firmware_pdp=firmware_pdp,
-                         profile=get_profile(profile))
-    if precision != "fp16":
+                         profile=get_profile(profile), overrides=dict(precision_overrides or {}))
+    if precision != "fp16" or ctx.overrides:
         ctx.calib_inputs = calib_inputs if calib_inputs is not None else random_inputs(g, DEFAULT_CALIB_RANDOM)
-    pm = PassManager(pipeline(precision), dump_passes, observe)
+    pm = PassManager(pipeline(precision, bool(ctx.overrides)), dump_passes, observe)
     g = pm.run(g, ctx)
     ld = emit_loadable(g, ctx, source=g.source)
     return ld, g, ctx
@@ -256,7 +269,7 @@ def compile_model(model: Path, *, weights: Path | None = None, config: str, cali
                   calib_method: str = "minmax", dump_passes: Path | None = None, log: Callable[[str], None] = print,
                   progress: Callable[[str], None] = lambda m: None, quant_report: list | None = None,
                   calibration: dict | None = None, precision: str | None = None, firmware_pdp: bool = False,
-                  profile: str | None = None):
+                  profile: str | None = None, precision_overrides: dict[str, str] | None = None):
     """Compile a Caffe or ONNX model for a hardware preset; raises CompileError on bad input. ``progress``
     hears what is being done ("loading the model", "pass 3/9: quantize") for a status line. A ``quant_report``
     list receives the per-layer quantization report (``compiler.quant_report``), worst layer first; a
@@ -282,7 +295,8 @@ def compile_model(model: Path, *, weights: Path | None = None, config: str, cali
     ld, lowered, ctx = compile_graph(g, config, calib_inputs=feeds, calib_table=table, quant=quant,
                                      calib_method=calib_method, dump_passes=dump_passes, log=log, progress=progress,
                                      histograms=quant_report is not None, precision=precision,
-                                     firmware_pdp=firmware_pdp, profile=profile)
+                                     firmware_pdp=firmware_pdp, profile=profile,
+                                     **({"precision_overrides": precision_overrides} if precision_overrides else {}))
     if calibration is not None:
         calibration.update(calib_table_json(ctx.calibrated))
     if quant_report is not None:

@@ -13,6 +13,7 @@ from compiler.codegen.winograd import emit_winograd, pack_winograd_weights, wino
 from compiler.codegen.pack import pack_dc_weights, pack_operands
 from compiler.codegen.pdp import emit_pdp
 from compiler.codegen.wide import emit_cdp_wide, emit_pdp_wide
+from compiler.passes.mixed import node_precision, tensor_dtype
 from compiler.codegen.program import Cube, OperandPlacement
 from golden.program import RegProgram
 from compiler.codegen.sdp import STAGES, stage_mem_use
@@ -86,19 +87,19 @@ def _place_operands(prm, weights: _Weights, plan: MemoryPlan, dst: Cube, atom: i
 
 
 def _compressed_weights(name: str, hw, ctx: CompileContext, pieces, reuses, streams: dict, kernel: tuple[int, int],
-                        weights: _Weights) -> dict | None:
+                        weights: _Weights, dtype: str) -> dict | None:
     """The conv's weights compressed, per weight block (k0, k1, c0, c1): (stream location,
     ``CompressedPlacement``), given the plain ``streams`` of those blocks and the (R, S) ``kernel``, when the
     profile asks for it, the config has it, every piece can leave the last CBUF bank to the WMB and fetch its
     weights fresh (kept or reused weights stay plain), and it fetches fewer bytes; else None (plain)."""
-    if not (ctx.profile.compress_weights and hw.weight_compression) or ctx.precision == "fp16":
+    if not (ctx.profile.compress_weights and hw.weight_compression) or dtype == "fp16":
         return None  # (golden's fp16 direct conv fetches plain weights: compressed fp16 is refused there)
     if any(rs.keep_weights or rs.reuse_weights for rs in reuses):
         return None
     if any(pc.data_banks > hw.cbuf_bank_number - 2 for pc in pieces):
         return None
     r, s = kernel
-    bpe, group = ctx.bpe, hw.mac_atomic_k_for(ctx.precision)
+    bpe, group = ctx.bpe, hw.mac_atomic_k_for(dtype)
     comps = {}
     for (k0, k1, c0, c1), raw in streams.items():
         per_kernel = (c1 - c0) * r * s
@@ -145,9 +146,9 @@ def _winograd_op(g: Graph, n: Node, ctx: CompileContext, weights: _Weights, src:
     hw = ctx.hw
     u = conv.weights
     k = u.shape[0]
-    stream = pack_winograd_weights(u, hw, ctx.precision)
+    stream = pack_winograd_weights(u, hw, conv.precision)
     regs = RegProgram(hw, strict=True)
-    spec = _WinogradSpec(ctx.precision, geo.pad, geo.ext, conv.pra_truncate, conv.clip_truncate)
+    spec = _WinogradSpec(conv.precision, geo.pad, geo.ext, conv.pra_truncate, conv.clip_truncate)
     emit_winograd(regs, src, weights.add(stream), winograd_weight_bytes(len(stream)), (k, geo.ce), dst, spec,
                   sdp=sdp, operands=_place_operands(sdp, weights, ctx.plan, dst, ctx.atom, 0, 0, ctx.bpe))
     _, c, r, s = n.attrs["weight"].shape
@@ -205,7 +206,7 @@ FEATURE_DTYPES = {"int8": pb.Tensor.INT8, "int16": pb.Tensor.INT16, "fp16": pb.T
 
 def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[pb.DlaOp]:
     hw, plan = ctx.hw, ctx.plan
-    atom, bpe, dtype = ctx.atom, ctx.bpe, ctx.precision
+    atom, bpe, dtype = ctx.atom, ctx.bpe, node_precision(n, ctx)
     src, dst = _cube(plan, n.inputs[0]), _cube(plan, n.outputs[0])
     layer = ",".join(n.attrs.get("layers", [n.name]))
     fly = n.attrs.get("flying_pdp")  # (PDP parameters, the intermediate's shape): SDP -> PDP on the fly
@@ -229,7 +230,7 @@ def _ops_for(g: Graph, n: Node, ctx: CompileContext, weights: _Weights) -> list[
             block = (*pc.kernels, *(pc.channels or (0, c)))
             if block not in streams:
                 streams[block] = pack_dc_weights(wq[block[0]:block[1], block[2]:block[3]], hw, dtype)
-        packed = _compressed_weights(n.name, hw, ctx, pieces, reuses, streams, (r, s), weights)
+        packed = _compressed_weights(n.name, hw, ctx, pieces, reuses, streams, (r, s), weights, dtype)
         if packed is not None:
             wlocs = {key: loc for key, (loc, _) in packed.items()}
         else:
@@ -329,7 +330,7 @@ def emit_loadable(g: Graph, ctx: CompileContext, *, source: str = "") -> pb.Load
     atom = ctx.atom
     # ping-pong groups are the runtime's (runtime.groups): S_POINTER writes and done bits mean "this op's group"
     ld = pb.Loadable(hw_config=hw.name, model_name=g.name, source=source,
-                     quantization=ctx.quant if ctx.precision != "fp16" else "",
+                     quantization=ctx.quant if ctx.precision != "fp16" or ctx.overrides else "",
                      pingpong=pb.Loadable.RUNTIME)
     weights = _Weights()
     tasks: list[pb.Task] = []
@@ -382,7 +383,7 @@ def emit_loadable(g: Graph, ctx: CompileContext, *, source: str = "") -> pb.Load
             tp.storage, tp.dtype = pb.Tensor.HOST, pb.Tensor.FLOAT32
             continue
         p = plan.placements[t]
-        tp.storage, tp.dtype = pb.Tensor.FEATURE, FEATURE_DTYPES[ctx.precision]
+        tp.storage, tp.dtype = pb.Tensor.FEATURE, FEATURE_DTYPES[tensor_dtype(t, ctx)]
         tp.region, tp.offset = p.region, p.offset
         tp.channels, tp.height, tp.width = p.channels, p.height, p.width
         tp.line_stride, tp.surface_stride, tp.atom = p.line_stride, p.surface_stride, atom

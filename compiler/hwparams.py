@@ -82,6 +82,8 @@ class SdpParams:
     #: data type of the input, the processing and the output: "int8"; "fp16" (X operands fp16 bit patterns,
     #: shifts 0, the output converter unused: SDP narrows FP32 to fp16)
     precision: str = "int8"
+    #: the output's type when it differs (fp16 processing written as "int16": ``passes.mixed``)
+    out_precision: str | None = None
 
 
 @dataclass
@@ -131,3 +133,7 @@ class ConvParams:
     #: Winograd mode (``compiler.passes.winograd``): the geometry, and weights are then U (K, Ce, 4, 4)
     winograd: object = None
     pra_truncate: int = 0
+    #: the input's type when CDMA converts it (int16 input of an fp16 conv: ``passes.mixed``), and the CDMA
+    #: converter's (offset, scale, truncate)
+    in_precision: str | None = None
+    cvt: tuple[int, int, int] | None = None

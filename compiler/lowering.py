@@ -141,10 +141,13 @@ class Lowering:
                 return
             if t in self.ctx.fixed_scales and not self._exact_through(t, nxt, p):
                 return  # a pre-quantized model rounds and saturates ``t`` to int8 here: so does the DLA
-            fitted = _fit(e.attrs["post"], p, self.ctx.hw, self.ctx.precision)
+            precision = self.ctx.precision_of(e.attrs["layers"][0])
+            if self.ctx.overrides.get(nxt.name, precision) != precision:
+                return  # --precision-overrides: a layer asking for another type is its own operation
+            fitted = _fit(e.attrs["post"], p, self.ctx.hw, precision)
             if fitted is None:
                 return
-            if self.ctx.precision == "fp16" and any(isinstance(q, Relu) and q.cap is not None
+            if precision == "fp16" and any(isinstance(q, Relu) and q.cap is not None
                                                     for q in e.attrs["post"]):
                 return  # fp16 caps on Y, after the whole chain: nothing may follow a capped ReLU
             if isinstance(p, Eltwise):
@@ -203,7 +206,7 @@ def lower_lrn(lw: Lowering, n: Node) -> bool:
     """LRN on CDP, for the window sizes CDP has, in int8 and fp16 (``compiler.lut``: int8 tables over the
     square sums of the calibrated scales, fp16 ones over the network's own values; int16 LRN stays on the
     CPU)."""
-    if not (lw.ctx.hw.cdp and lw.ctx.precision in ("int8", "fp16") and int(n.attrs["size"]) in CDP_WINDOWS
+    if not (lw.ctx.hw.cdp and lw.ctx.precision_of(n.name) in ("int8", "fp16") and int(n.attrs["size"]) in CDP_WINDOWS
             and lw.cube_ok(n)):
         return False
     lw.emit(Node(n.name, "dla.cdp", [n.inputs[0]], list(n.outputs), dict(n.attrs, layers=[n.name])))
@@ -256,7 +259,7 @@ def lower_sdp(lw: Lowering, n: Node) -> bool:
     p = _as_post(g, n, main)
     if p is None or (isinstance(p, Eltwise) and g.shapes[n.inputs[0]] != g.shapes[n.inputs[1]]):
         return False
-    fitted = _fit([], p, lw.ctx.hw, lw.ctx.precision)
+    fitted = _fit([], p, lw.ctx.hw, lw.ctx.precision_of(n.name))
     if fitted is None:
         return False
     ins = [main] + ([p.tensor] if isinstance(p, Eltwise) else [])

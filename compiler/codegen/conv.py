@@ -92,9 +92,10 @@ def emit_conv(p: RegProgram, src: Cube, weights: Loc, kernel: tuple[int, int, in
     rdma = emit_sdp(p, None, dst, sdp, operands, ram_type, enable=False, to_pdp=to_pdp)
     pointers(p, *CONV_UNITS)
     flags = (reuse or CbufReuse()).fields()
+    cdma_in = PRECISION_CODES[getattr(conv, "in_precision", None) or dtype]  # CDMA's CVT converts int16 to fp16
     for unit in CONV_UNITS:
         p.reg(unit, "D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=proc,
-              **({"IN_PRECISION": proc, **flags} if unit in ("CDMA", "CSC") else {}))
+              **({"IN_PRECISION": cdma_in if unit == "CDMA" else proc, **flags} if unit in ("CDMA", "CSC") else {}))
     line_packed = src.line_stride == w * atom * bpe
     surf_packed = src.surface_stride == h * src.line_stride
     p.reg("CDMA", "D_DATAIN_FORMAT", 0)

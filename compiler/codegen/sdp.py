@@ -52,12 +52,13 @@ def emit_sdp(p: RegProgram, src: Cube | None, dst: Cube, prm, operands: dict[str
         p.reg("SDP_RDMA", "D_SRC_SURFACE_STRIDE", src.surface_stride)
         p.reg("SDP_RDMA", "D_SRC_DMA_CFG", SRC_RAM_TYPE=ram_type)
     code = PRECISION_CODES[getattr(prm, "precision", "int8")]
+    out_code = PRECISION_CODES[getattr(prm, "out_precision", None) or getattr(prm, "precision", "int8")]
     if needs_rdma:
         p.reg("SDP_RDMA", "D_FEATURE_MODE_CFG", FLYING_MODE=int(flying), IN_PRECISION=code, PROC_PRECISION=code,
-              OUT_PRECISION=code, **({"WINOGRAD": 1} if winograd else {}))
+              OUT_PRECISION=out_code, **({"WINOGRAD": 1} if winograd else {}))
     p.reg("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE=int(flying), OUTPUT_DST=int(to_pdp),
           **({"WINOGRAD": 1} if winograd else {}))
-    p.reg("SDP", "D_DATA_FORMAT", PROC_PRECISION=code, OUT_PRECISION=code)
+    p.reg("SDP", "D_DATA_FORMAT", PROC_PRECISION=code, OUT_PRECISION=out_code)
     for stage, prefix, rdma in STAGES:
         st = getattr(prm, stage)
         alu_mem, mul_mem = stage_mem_use(st)

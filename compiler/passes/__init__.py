@@ -50,7 +50,15 @@ class CompileContext:
     keep_histograms: bool = False
     #: calibration feeds: one {input name: float array} per sample
     calib_inputs: list[dict] = field(default_factory=list)
+    #: ``--precision-overrides``: {model layer name: "int16" | "fp16"} (``passes.mixed``)
+    overrides: dict[str, str] = field(default_factory=dict)
+    #: each feature tensor's element type where a mixed network has several (``passes.mixed``)
+    tensor_dtypes: dict[str, str] = field(default_factory=dict)
 
+
+    def precision_of(self, layer: str) -> str:
+        """A model layer's data type: its ``--precision-overrides`` entry, else the network's."""
+        return self.overrides.get(layer, self.precision)
 
     @property
     def atom(self) -> int:

@@ -189,26 +189,31 @@ def fp16_params(g: Graph, ctx: CompileContext) -> Graph:
     """The fp16 counterpart of ``quantize``: register parameters of every engine op, every scale 1."""
     ctx.scales = {}
     for n in g.nodes:
-        try:
-            if n.op == "dla.conv":
-                n.attrs["conv"], n.attrs["sdp"] = conv_params(n)
-            elif n.op == "dla.sdp":
-                shape = g.shapes[n.inputs[0]]
-                n.attrs["sdp"] = sdp_params(n, int(shape[1]) if len(shape) >= 2 else int(shape[0]))
-            elif n.op == "dla.pdp":
-                if ctx.firmware_pdp and n.attrs["method"] == "avg" and (n.attrs.get("regions")
-                                                                         or float(n.attrs.get("gain", 1.0)) != 1.0):
-                    raise ValueError(f"average pooling {list(n.attrs['kernel'])}: NVDLA's firmware programs "
-                                     "reciprocals 1/kernel only, but it takes several passes or regions; no "
-                                     "--format nvdla for it")
-                n.attrs["pdp"] = pdp_params(n, n.attrs["kernel"], n.attrs["stride"], n.attrs["pads"])
-                if n.attrs.get("regions"):
-                    n.attrs["pdp_regions"] = [(r, pdp_params(n, r.kernel, r.stride, r.pads))
-                                              for r in n.attrs["regions"]]
-            elif n.op == "dla.cdp":
-                _lrn(n, ctx)
-            elif n.op.startswith("dla."):
-                raise ValueError(f"{n.op} has no fp16 program")
-        except (OverflowError, ValueError) as exc:
-            raise g.error(n, f"cannot build fp16 parameters: {exc}") from None
+        fp16_node(g, n, ctx)
     return g
+
+
+def fp16_node(g: Graph, n: Node, ctx: CompileContext) -> None:
+    """One node's fp16 register parameters; a CompileError naming it when they cannot be built."""
+    try:
+        if n.op == "dla.conv":
+            n.attrs["conv"], n.attrs["sdp"] = conv_params(n)
+        elif n.op == "dla.sdp":
+            shape = g.shapes[n.inputs[0]]
+            n.attrs["sdp"] = sdp_params(n, int(shape[1]) if len(shape) >= 2 else int(shape[0]))
+        elif n.op == "dla.pdp":
+            if ctx.firmware_pdp and n.attrs["method"] == "avg" and (n.attrs.get("regions")
+                                                                     or float(n.attrs.get("gain", 1.0)) != 1.0):
+                raise ValueError(f"average pooling {list(n.attrs['kernel'])}: NVDLA's firmware programs "
+                                 "reciprocals 1/kernel only, but it takes several passes or regions; no "
+                                 "--format nvdla for it")
+            n.attrs["pdp"] = pdp_params(n, n.attrs["kernel"], n.attrs["stride"], n.attrs["pads"])
+            if n.attrs.get("regions"):
+                n.attrs["pdp_regions"] = [(r, pdp_params(n, r.kernel, r.stride, r.pads))
+                                          for r in n.attrs["regions"]]
+        elif n.op == "dla.cdp":
+            _lrn(n, ctx)
+        elif n.op.startswith("dla."):
+            raise ValueError(f"{n.op} has no fp16 program")
+    except (OverflowError, ValueError) as exc:
+        raise g.error(n, f"cannot build fp16 parameters: {exc}") from None

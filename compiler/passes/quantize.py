@@ -354,6 +354,15 @@ def clip_truncate(bound: float) -> int:
 
 # ---- the pass ---------------------------------------------------------------------------------------------
 def quantize(g: Graph, ctx: CompileContext) -> Graph:
+    scales = quantize_scales(g, ctx)
+    ctx.scales = scales
+    for n in g.nodes:
+        quantize_node(g, n, scales, ctx)
+    return g
+
+
+def quantize_scales(g: Graph, ctx: CompileContext) -> dict[str, float]:
+    """Every tensor's scale in ``ctx.precision`` (int8 or int16) from the calibrated ranges."""
     # a capped ReLU's output (ReLU6) saturates at its calibrated range: its group keeps that range exactly
     capped = {n.outputs[0] for n in g.nodes
               if n.attrs.get("post") and isinstance(n.attrs["post"][-1], Relu) and n.attrs["post"][-1].cap is not None}
@@ -361,17 +370,19 @@ def quantize(g: Graph, ctx: CompileContext) -> Graph:
         for n in g.nodes:
             if n.op == "dla.pdp" and n.attrs["method"] == "avg":
                 n.attrs["same_scale"] = True
-    scales = tensor_scales(g, ctx.amax, ctx.fixed_scales, QMAX[ctx.precision],
-                           headroom=RANGE_HEADROOM[ctx.precision], exact=capped)
-    ctx.scales = scales
-    for n in g.nodes:
-        if why := _non_finite_parameters(n):
-            raise g.error(n, f"cannot quantize: {why}")
-        try:
-            _quantize_node(g, n, scales, ctx)
-        except (OverflowError, ValueError) as exc:
-            raise g.error(n, f"cannot quantize: {exc}") from None
-    return g
+    return tensor_scales(g, ctx.amax, ctx.fixed_scales, QMAX[ctx.precision],
+                         headroom=RANGE_HEADROOM[ctx.precision], exact=capped)
+
+
+def quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileContext) -> None:
+    """One node's integer register parameters in ``ctx.precision``; a CompileError naming it when they cannot
+    be built."""
+    if why := _non_finite_parameters(n):
+        raise g.error(n, f"cannot quantize: {why}")
+    try:
+        _quantize_node(g, n, scales, ctx)
+    except (OverflowError, ValueError) as exc:
+        raise g.error(n, f"cannot quantize: {exc}") from None
 
 
 def _quantize_node(g: Graph, n: Node, scales: dict[str, float], ctx: CompileContext) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 from compiler.codegen.conv import CbufReuse
 from compiler.ir import Graph
 from compiler.passes import CompileContext
+from compiler.passes.mixed import node_precision
 from golden.config import BYTES_PER_ELEMENT
 from golden.engines.conv_datapath import cbuf_geometry, entries_per_slice
 
@@ -119,14 +120,15 @@ def kernel_unit(hw, dtype: str = "int8") -> int:
 
 def split_conv(g: Graph, ctx: CompileContext) -> Graph:
     hw = ctx.hw
-    unit = kernel_unit(hw, ctx.precision)
     for n in g.nodes:
         if n.op != "dla.conv":
             continue
+        dtype = node_precision(n, ctx)
+        unit = kernel_unit(hw, dtype)
         _, c, h, w = _cube4(g.shapes[n.inputs[0]])
         k, _, r, s = n.attrs["weight"].shape
         out_h = _cube4(g.shapes[n.outputs[0]])[2]
-        args = (tuple(n.attrs["stride"]), tuple(n.attrs["dilation"]), int(n.attrs["pads"][0]), out_h, ctx.precision)
+        args = (tuple(n.attrs["stride"]), tuple(n.attrs["dilation"]), int(n.attrs["pads"][0]), out_h, dtype)
         geo = n.attrs.get("winograd")
         if geo is not None:  # one operation: the Winograd pass checked that input and weights fit whole
             n.attrs["pieces"] = [Piece((0, out_h), (0, h), geo.pad[0], (0, k), geo.data_banks)]

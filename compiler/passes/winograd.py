@@ -23,6 +23,7 @@ from __future__ import annotations
 from compiler.codegen.winograd import ENTRY, winograd_geometry
 from compiler.ir import Graph
 from compiler.passes import CompileContext
+from compiler.passes.mixed import node_precision
 from compiler.passes.split_conv import diagonal_chunk, kernel_unit
 from compiler.postops import Eltwise
 
@@ -31,10 +32,12 @@ PRECISIONS = ("int8", "int16")
 
 def why_not_winograd(g: Graph, n, ctx: CompileContext) -> str | None:
     """Why convolution ``n`` cannot run in Winograd mode, or None when it can."""
-    hw = ctx.hw
-    if ctx.precision not in PRECISIONS:
-        return f"{ctx.precision} (golden models Winograd in int8 and int16)"
-    if ctx.precision == "int8" and not ctx.profile.winograd_int8:
+    hw, dtype = ctx.hw, node_precision(n, ctx)
+    if n.attrs.get("convert"):
+        return "a precision converter"
+    if dtype not in PRECISIONS:
+        return f"{dtype} (golden models Winograd in int8 and int16)"
+    if dtype == "int8" and not ctx.profile.winograd_int8:
         return "int8 (its PRA must drop input bits: --profile fast-math only)"
     w = n.attrs["weight"]
     k, c, r, s = w.shape
@@ -51,16 +54,16 @@ def why_not_winograd(g: Graph, n, ctx: CompileContext) -> str | None:
     oh, ow = shape_out[2], shape_out[3]
     if oh % 4 or ow % 4:
         return f"output {oh}x{ow} is not whole 4x4 blocks"
-    if diagonal_chunk(w, kernel_unit(hw, ctx.precision)):
+    if diagonal_chunk(w, kernel_unit(hw, dtype)):
         return "channel-diagonal (depthwise) kernels"
     pt, pl = int(n.attrs["pads"][0]), int(n.attrs["pads"][1])
-    geo = winograd_geometry(hw, ctx.precision, (c, h, wd), (oh, ow), (pt, pl))
+    geo = winograd_geometry(hw, dtype, (c, h, wd), (oh, ow), (pt, pl))
     if max(pt, pl) > 31 or min(geo.pad) < 0 or max(geo.pad[2:]) > 63:
         return f"padding {geo.pad} does not fit CDMA's fields"
     if geo.data_banks > hw.cbuf_bank_number - 1:
         return "its padded input does not fit the CBUF data banks whole"
     bank_bytes = hw.cbuf_bank_width * hw.cbuf_bank_depth
-    weight_bytes = -(-k * geo.ce * 16 * (1 if ctx.precision == "int8" else 2) // ENTRY) * ENTRY
+    weight_bytes = -(-k * geo.ce * 16 * (1 if dtype == "int8" else 2) // ENTRY) * ENTRY
     if weight_bytes > (hw.cbuf_bank_number - geo.data_banks) * bank_bytes:
         return "its transformed weights do not fit the CBUF weight banks whole"
     return None
@@ -77,7 +80,7 @@ def winograd(g: Graph, ctx: CompileContext) -> Graph:
         if why_not_winograd(g, n, ctx) is None:
             _, c, h, wd = g.shapes[n.inputs[0]]
             oh, ow = g.shapes[n.outputs[0]][2:]
-            n.attrs["winograd"] = winograd_geometry(ctx.hw, ctx.precision, (c, h, wd), (oh, ow),
+            n.attrs["winograd"] = winograd_geometry(ctx.hw, node_precision(n, ctx), (c, h, wd), (oh, ow),
                                                     (int(n.attrs["pads"][0]), int(n.attrs["pads"][1])))
             marked += 1
     if marked:

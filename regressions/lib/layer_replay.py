@@ -72,7 +72,8 @@ def reference_fp16_params(prm, operands: dict[str, np.ndarray]) -> ref_sdp_fp16.
 
     y = ref_sdp_fp16.Fp16YParams(**{f.name: getattr(prm.y, f.name) for f in dataclasses.fields(ref_sdp_fp16.Fp16YParams)})
     lut = prm.lut if prm.lut is not None else LutRegisters()
-    return ref_sdp_fp16.Fp16Params(x1=x(prm.x1), x2=x(prm.x2), y=y, lut=lut)
+    return ref_sdp_fp16.Fp16Params(x1=x(prm.x1), x2=x(prm.x2), y=y, lut=lut,
+                                   out=getattr(prm, "out_precision", None) or "fp16")
 
 
 def reference(node, inputs: dict[str, np.ndarray], out_shape: tuple[int, int, int], average: str = "cmod"
@@ -92,6 +93,10 @@ def reference(node, inputs: dict[str, np.ndarray], out_shape: tuple[int, int, in
     if node.op == "dla.conv":
         conv = node.attrs["conv"]
         if conv.precision == "fp16":
+            if conv.in_precision == "int16":  # CDMA's CVT (identity here): each int16 value rounded to fp16
+                if conv.cvt != (0, 1, 0):
+                    raise ValueError(f"no reference for CDMA CVT {conv.cvt} (only the identity)")
+                x = np.asarray(x, dtype=np.float64).astype(np.float16).view(np.uint16).astype(np.int64)
             acc = ref_conv_fp16.direct_conv_fp16(x, conv.weights, stride=conv.stride, dilation=conv.dilation,
                                                  pad=conv.pad, pad_value=conv.pad_value, out_hw=(oh, ow))
             return ref_sdp_fp16.sdp_fp16(acc, reference_fp16_params(node.attrs["sdp"], inputs), fp32_input=True)
