@@ -179,3 +179,19 @@ def test_dla_run_input_errors_are_one_line(tmp_path: Path, capsys) -> None:
         assert len(err) == 1 and msg in err[0], err
     assert main(["run", str(out), "--config", "nv_small", "--input", f"nope={good}"]) == 2
     assert "no input tensor named 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name,precision,overrides", [("lenet", "fp16", {"conv2": "int16"}),
+                                                      ("resnet", "int16", {"conv2": "fp16", "conv6": "fp16"})])
+def test_exported_mixed_precision_network_writes_what_our_loadable_writes(name: str, precision: str,
+                                                                          overrides: dict) -> None:
+    """int16/fp16 converters (CDMA's CVT from int16, SDP's INT16 output of fp16) survive the kmd descriptors."""
+    g = onnx_frontend.load(without_softmax(getattr(zoo, name)(0)))
+    ld, lowered, _ = compile_graph(g, "nv_full", precision=precision, firmware_pdp=True,
+                                   precision_overrides=overrides)
+    assert any("convert" in n.attrs for n in lowered.nodes)
+    net = Network(ld)
+    x = sample(net)
+    blob = export(ld, sample={net.inputs[0]: x})
+    want = net.run({net.inputs[0]: x}, raw=True)[net.outputs[0]]
+    assert nvdla_output(blob, net, "nv_full").reshape(-1).tobytes() == np.ascontiguousarray(want).reshape(-1).tobytes()
