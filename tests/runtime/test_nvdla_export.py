@@ -88,10 +88,45 @@ def test_exported_optimised_network_writes_what_our_loadable_writes(name: str, p
     assert nvdla_output(blob, net, "nv_full").reshape(-1).tobytes() == np.ascontiguousarray(want).reshape(-1).tobytes()
 
 
+@pytest.mark.parametrize("name", ["lenet", "resnet"])
+@pytest.mark.parametrize("config,precision,legacy", [("nv_small", "int8", False), ("nv_full", "int8", False),
+                                                     ("nv_full", "fp16", False), ("nv_full", "fp16", True)])
+def test_a_final_softmax_becomes_an_emu_task(name: str, config: str, precision: str, legacy: bool) -> None:
+    """NVDLA's EMU softmax after the DLA task, on the logits where the DLA wrote them: its output (the logits'
+    type) follows our loadable's float softmax within fp16 rounding, or within one int8 step of 1/127 (the
+    EMU truncates toward zero)."""
+    g = onnx_frontend.load(getattr(zoo, name)(0))
+    calib = random_inputs(g, 4, seed=1) if precision != "fp16" else None
+    ld, _, _ = compile_graph(g, config, calib_inputs=calib, precision=precision, firmware_pdp=True)
+    assert [t.cpu.op for t in ld.tasks if t.WhichOneof("kind") == "cpu"] == ["Softmax"]
+    net = Network(ld)
+    x = sample(net)
+    blob = export(ld, sample={net.inputs[0]: x}, legacy=legacy)
+    hw = get_config(config)
+    nv = NvdlaNetwork(fbs.parse(blob))
+    result = nv.run(TARGETS["golden"](hw), hw=hw)
+    assert sum(t.stats.ops.get("EMU_SOFTMAX", 0) for t in result.tasks) == 1
+    (out,) = result.outputs
+    want = net.run({net.inputs[0]: x})[net.outputs[0]].reshape(-1).astype(np.float64)
+    if precision == "fp16":
+        got = np.frombuffer(out.data, dtype="<f2")[:want.size].astype(np.float64)
+        assert np.all(np.abs(got - want) <= 2.0 ** -11 * want + 1e-7)
+    else:
+        got = np.frombuffer(out.data, dtype=np.int8)[:want.size].astype(np.float64)
+        assert np.all(np.abs(got - 127 * want) < 1 + 1e-9) and np.all(got >= 0)
+    assert abs(got.sum() / (1 if precision == "fp16" else 127) - 1) < 0.1
+
+
 def test_cpu_operations_are_refused_naming_the_task() -> None:
-    g = onnx_frontend.load(zoo.lenet(0))  # ends in a softmax: a CPU task
-    ld, _, _ = compile_graph(g, "nv_small", calib_inputs=random_inputs(g, 2, seed=1), firmware_pdp=True)
-    with pytest.raises(NotExpressible, match=r"task \d+ .*CPU operation Softmax"):
+    g = onnx_frontend.load(without_softmax(zoo.inception(0)))  # LRN stays on the CPU in int16
+    ld, _, _ = compile_graph(g, "nv_full", calib_inputs=random_inputs(g, 2, seed=1), precision="int16",
+                             firmware_pdp=True)
+    with pytest.raises(NotExpressible, match=r"task \d+ .*CPU operation LRN \(NVDLA loadables run only DLA tasks"):
+        export(ld)
+    g = onnx_frontend.load(zoo.lenet(0))  # a final softmax, but int16 logits: the EMU takes fp16 or int8
+    ld, _, _ = compile_graph(g, "nv_full", calib_inputs=random_inputs(g, 2, seed=1), precision="int16",
+                             firmware_pdp=True)
+    with pytest.raises(NotExpressible, match=r"CPU operation Softmax: NVDLA's EMU takes fp16 or int8 cubes"):
         export(ld)
 
 
@@ -127,13 +162,22 @@ def test_cli_writes_an_nvdla_loadable_dla_run_takes(tmp_path: Path, capsys) -> N
     assert "an NVDLA loadable for nv_small" in capsys.readouterr().out
     assert main(["run", str(out), "--config", "nv_small", "--dimg", str(tmp_path / "dimg")]) == 0
     assert (tmp_path / "dimg" / "o_000000.dimg").stat().st_size > 0
-    # a softmax network: one line naming the CPU task, exit 2, nothing written
+    # a softmax network: the softmax is an EMU task
     full = tmp_path / "full.onnx"
     onnx.save(zoo.resnet(0), full)
+    sm = tmp_path / "softmax.nvdla"
+    assert main(["compile", str(full), "--config", "nv_small", "--format", "nvdla", "--input", str(x),
+                 "-o", str(sm)]) == 0
+    assert main(["run", str(sm), "--config", "nv_small", "--dimg", str(tmp_path / "dimg2")]) == 0
+    # a CPU operation with no NVDLA equivalent: one line naming the task, exit 2, nothing written
+    inc = tmp_path / "inception.onnx"
+    onnx.save(without_softmax(zoo.inception(0)), inc)
     bad = tmp_path / "bad.nvdla"
-    assert main(["compile", str(full), "--config", "nv_small", "--format", "nvdla", "-o", str(bad)]) == 2
+    capsys.readouterr()
+    assert main(["compile", str(inc), "--config", "nv_full", "--precision", "int16", "--format", "nvdla",
+                 "-o", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--format nvdla: task" in err[0] and "CPU operation Softmax" in err[0]
+    assert len(err) == 1 and "--format nvdla: task" in err[0] and "CPU operation LRN" in err[0]
     assert not bad.exists()
 
 
