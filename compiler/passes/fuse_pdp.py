@@ -10,7 +10,8 @@ intermediate cube's shape) and the pooling's outputs. What the hardware and gold
 * the intermediate has no other reader, is no network output or view member, and both are in one task;
 * the pooling's windows read every row SDP sends (PDP on the fly cannot skip rows: unread rows break the
   next PDP operation, ``golden.dla`` refuses them);
-* not for NVDLA's firmware (``--format nvdla``), whose fused descriptors we do not write.
+* with ``--format nvdla`` the export writes the pair as kmd's fused SDP/PDP descriptors (NVDLA's firmware
+  then arms PDP before SDP, as our program does).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from compiler.passes import CompileContext
 
 
 def fuse_pdp(g: Graph, ctx: CompileContext) -> Graph:
-    if not ctx.profile.fuse_pdp or ctx.firmware_pdp:
+    if not ctx.profile.fuse_pdp:
         return g
     consumers: dict[str, list] = {}
     producer = {o: n for n in g.nodes for o in n.outputs}

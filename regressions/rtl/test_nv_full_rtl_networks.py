@@ -114,3 +114,28 @@ def test_optimised_network_on_nv_full_rtl_equals_golden(name: str, precision: st
                   rtl_options={"filelist": str(filelist()), "runs_root": str(tmp_path / "runs")})
     for out in net.outputs:
         assert got[out].tobytes() == want[out].tobytes(), out
+
+
+@pytest.mark.parametrize("name,precision,overrides", [
+    ("lenet", "fp16", {"conv2": "int16"}),  # both converters: CDMA's int16 -> fp16 CVT, SDP's fp16 -> INT16 output
+    ("inception", "fp16", {}),  # LRN on CDP in fp16 (its LUT over fp32 square sums)
+])
+def test_mixed_and_fp16_lrn_networks_on_nv_full_rtl_equal_golden(name: str, precision: str, overrides: dict,
+                                                                 tmp_path: Path) -> None:
+    """Conversions between int16 and fp16 (``--precision-overrides``) and fp16 LRN: programs only nv_full's
+    RTL runs, byte-equal to golden."""
+    if not ENABLED:
+        pytest.skip("nv_full's RTL build takes ~34 min and 8 GB: level nightly (DLA_NV_FULL_RTL=1)")
+    from regressions.lib.zoo import models
+
+    msg, lowered, _ = compile_graph(onnx_frontend.load(without_softmax(getattr(models, name)(0))), "nv_full",
+                                    precision=precision, precision_overrides=overrides or None)
+    assert sum("convert" in n.attrs for n in lowered.nodes) == (2 if overrides else 0)
+    assert overrides or any(n.op == "dla.cdp" for n in lowered.nodes)
+    net = Network(msg)
+    x = np.random.default_rng(5).standard_normal((1, *net.input_shapes()[net.inputs[0]][1:])).astype(np.float32)
+    want = net.run(x, raw=True)
+    got = net.run(x, target="verilator", raw=True,
+                  rtl_options={"filelist": str(filelist()), "runs_root": str(tmp_path / "runs")})
+    for out in net.outputs:
+        assert got[out].tobytes() == want[out].tobytes(), out

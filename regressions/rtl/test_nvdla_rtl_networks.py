@@ -248,6 +248,25 @@ def test_exported_networks_on_nvdla_rtl_equal_golden(tmp_path: Path) -> None:
     assert all(r.cycles > 0 for r in results)
 
 
+def test_exported_fused_pooling_and_emu_softmax_on_nvdla_rtl_equal_golden(tmp_path: Path) -> None:
+    """LeNet exported whole under ``--profile performance``: its poolings fed by SDP on the fly (kmd fused
+    descriptors) on the DUT, then its softmax as an EMU task on the logits the DUT wrote; every byte equal to
+    the firmware model's run on golden."""
+    from compiler.profiles import optimised_ops
+    from runtime.nvdla.export import export
+
+    g = onnx_frontend.load(ZOO["lenet"](0))
+    msg, _, _ = compile_graph(g, CONFIG, firmware_pdp=True, profile="performance")
+    assert optimised_ops(msg)["SDP->PDP on the fly"] == 2
+    assert [t.cpu.op for t in msg.tasks if t.WhichOneof("kind") == "cpu"] == ["Softmax"]
+    net = Network(msg)
+    blob = export(msg, sample={net.inputs[0]: inputs(net)})
+    (result,) = run_nvdla_networks([NvdlaNetwork(fbs.parse(blob), path="lenet_fused")], HW, simulator=SIMULATOR,
+                                   options=nvdla_rtl_options(runs_root=str(tmp_path / "runs")))
+    assert [o.data for o in result.outputs] == _golden(blob)
+    assert sum(t.stats.ops.get("EMU_SOFTMAX", 0) for t in result.tasks) == 1 and result.cycles > 0
+
+
 def _edge_pools() -> "onnx.ModelProto":
     """Averages whose edge windows divide by fewer taps than the kernel (count_include_pad=0 with padding, then
     ceil mode with padding: Caffe's rule), which the compiler runs as several PDP passes writing one output."""

@@ -73,10 +73,13 @@ def test_exported_network_writes_what_our_loadable_writes(name: str, config: str
     ("mobilenet", "int8", "performance", "compressed weights"),
     ("resnet", "int16", "performance", "Winograd"),
     ("inception", "int8", "fast-math", "Winograd"),
+    ("lenet", "fp16", "performance", "SDP->PDP on the fly"),
+    ("poolnet", "int8", "performance", "SDP->PDP on the fly"),
 ])
 def test_exported_optimised_network_writes_what_our_loadable_writes(name: str, precision: str, profile: str,
                                                                     feature: str) -> None:
-    """Compressed weights (WMB/WGS memories) and Winograd convolutions survive the kmd descriptors."""
+    """Compressed weights (WMB/WGS memories), Winograd convolutions and SDP -> PDP on the fly (fused
+    descriptors) survive the kmd descriptors."""
     from compiler.profiles import optimised_ops
 
     ld = compiled(name, "nv_full", precision, profile)
