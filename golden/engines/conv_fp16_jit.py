@@ -39,7 +39,7 @@ ABSENT = -64
 #: ``numba.prange`` once compiled (``kernel``); the plain functions below run as Python until then.
 prange = range
 #: Helpers the kernel inlines.
-_INLINED = ("booth", "_lead", "_sext40", "cacc_add")
+_INLINED = ("_csa", "_row", "booth", "_lead", "_sext40", "cacc_add")
 _KERNEL: list[Callable] = []
 
 
@@ -174,6 +174,18 @@ def booth_code(mag: np.ndarray, neg: np.ndarray, sign: np.ndarray) -> np.ndarray
     return a | (n << 16) | (z << 32)
 
 
+def _csa(a, b, c):
+    """One 3:2 carry-save adder: (sum, carry shifted left)."""
+    x = a ^ b
+    return x ^ c, ((a & b) | (c & x)) << 1
+
+
+def _row(dat, a, n, j):
+    """Partial product j of ``booth`` at its place (2j): ``0x10000 + (mag_j * dat ^ -inv_j)``, shifted."""
+    m = 0x3 << (2 * j)
+    return (0x10000 << (2 * j)) + ((dat * (a & m)) ^ -(n & (m & 0x5555)))
+
+
 def booth(dat, shift, a, n):
     """``cal_fp16_booth`` without branches: the data mantissa ``dat`` times the weight whose digit magnitudes
     are ``a`` (bits 2j..2j+1) and inversions ``n`` (bit 2j), the carry-save sum and carry aligned right by
@@ -182,43 +194,25 @@ def booth(dat, shift, a, n):
     Partial product j is ``0xFFFF - x`` (inverted) or ``0x10000 + x`` with ``x = mag_j * dat``, i.e.
     ``0x10000 + (x ^ -n_j)``; row j holds it shifted by 2j with the previous digit's inversion bit below. The
     rows stay below 2^31 and the 3:2 adders only move bits up, so the two vectors are masked to 32 bits once."""
-    r0 = 0x10000 + ((dat * (a & 0x3)) ^ -(n & 0x1))
-    r1 = (0x10000 << 2) + ((dat * (a & 0xC)) ^ -(n & 0x4)) + (n & 0x1)
-    r2 = (0x10000 << 4) + ((dat * (a & 0x30)) ^ -(n & 0x10)) + (n & 0x4)
-    r3 = (0x10000 << 6) + ((dat * (a & 0xC0)) ^ -(n & 0x40)) + (n & 0x10)
-    r4 = n & 0x40
-    r5 = (0x10000 << 8) + ((dat * (a & 0x300)) ^ -(n & 0x100))
-    r6 = (0x10000 << 10) + ((dat * (a & 0xC00)) ^ -(n & 0x400)) + (n & 0x100)
-    r7 = (0x10000 << 12) + ((dat * (a & 0x3000)) ^ -(n & 0x1000)) + (n & 0x400)
-    r8 = (0x10000 << 14) + ((dat * (a & 0xC000)) ^ -(n & 0x4000)) + (n & 0x1000)
-    r9 = n & 0x4000
+    r0 = _row(dat, a, n, 0)
+    r1 = _row(dat, a, n, 1) + (n & 0x1)
+    r2 = _row(dat, a, n, 2) + (n & 0x4)
+    r3 = _row(dat, a, n, 3) + (n & 0x10)
+    r5 = _row(dat, a, n, 4)
+    r6 = _row(dat, a, n, 5) + (n & 0x100)
+    r7 = _row(dat, a, n, 6) + (n & 0x400)
+    r8 = _row(dat, a, n, 7) + (n & 0x1000)
     # rows 0..4 and 5..9 each through three 3:2 adders, then the two pairs through two more (cmod order)
-    x = r0 ^ r1
-    s = x ^ r2
-    c = ((r0 & r1) | (r2 & x)) << 1
-    x = s ^ c
-    s2 = x ^ r3
-    c = ((s & c) | (r3 & x)) << 1
-    x = s2 ^ c
-    s = x ^ r4
-    c = ((s2 & c) | (r4 & x)) << 1
-    x = r5 ^ r6
-    t = x ^ r7
-    m = ((r5 & r6) | (r7 & x)) << 1
-    x = t ^ m
-    t2 = x ^ r8
-    m = ((t & m) | (r8 & x)) << 1
-    x = t2 ^ m
-    t = x ^ r9
-    m = ((t2 & m) | (r9 & x)) << 1
-    x = s ^ c
-    u = x ^ t
-    v = ((s & c) | (t & x)) << 1
-    x = u ^ v
-    u2 = x ^ m
-    v = ((u & v) | (m & x)) << 1
+    s, c = _csa(r0, r1, r2)
+    s, c = _csa(s, c, r3)
+    s, c = _csa(s, c, n & 0x40)
+    t, m = _csa(r5, r6, r7)
+    t, m = _csa(t, m, r8)
+    t, m = _csa(t, m, n & 0x4000)
+    u, v = _csa(s, c, t)
+    u, v = _csa(u, v, m)
     # + the sign compensation -(0x55550000 >> shift) (``conv_fp16._SIGN_COMP``), as a signed 32-bit value
-    out = (((u2 & 0xFFFFFFFF) >> shift) + ((v & 0xFFFFFFFF) >> shift) - (0x55550000 >> shift)) & 0xFFFFFFFF
+    out = (((u & 0xFFFFFFFF) >> shift) + ((v & 0xFFFFFFFF) >> shift) - (0x55550000 >> shift)) & 0xFFFFFFFF
     return (out ^ 0x80000000) - 0x80000000
 
 

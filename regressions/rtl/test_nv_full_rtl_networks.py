@@ -42,6 +42,17 @@ def filelist() -> Path:
     return f
 
 
+def assert_rtl_equals_golden(msg, tmp_path: Path) -> None:
+    """The loadable on one random input: every output's bytes on the DUT equal golden's."""
+    net = Network(msg)
+    x = np.random.default_rng(5).standard_normal((1, *net.input_shapes()[net.inputs[0]][1:])).astype(np.float32)
+    want = net.run(x, raw=True)
+    got = net.run(x, target="verilator", raw=True,
+                  rtl_options={"filelist": str(filelist()), "runs_root": str(tmp_path / "runs")})
+    for out in net.outputs:
+        assert got[out].tobytes() == want[out].tobytes(), out
+
+
 def convs_only(model):
     """LeNet up to its second pooling: the convolutions and poolings without the 500-kernel FC (the part that
     ran on this RTL before its fp16 FC's hang was explained)."""
@@ -107,13 +118,7 @@ def test_optimised_network_on_nv_full_rtl_equals_golden(name: str, precision: st
                               precision=precision, profile=profile)
     used = optimised_ops(msg)
     assert used["compressed weights"] >= 1 and (used["Winograd"] >= 1 or precision == "int8" and profile != "fast-math")
-    net = Network(msg)
-    x = np.random.default_rng(5).standard_normal((1, *net.input_shapes()[net.inputs[0]][1:])).astype(np.float32)
-    want = net.run(x, raw=True)
-    got = net.run(x, target="verilator", raw=True,
-                  rtl_options={"filelist": str(filelist()), "runs_root": str(tmp_path / "runs")})
-    for out in net.outputs:
-        assert got[out].tobytes() == want[out].tobytes(), out
+    assert_rtl_equals_golden(msg, tmp_path)
 
 
 @pytest.mark.parametrize("name,precision,overrides", [
@@ -132,10 +137,4 @@ def test_mixed_and_fp16_lrn_networks_on_nv_full_rtl_equal_golden(name: str, prec
                                     precision=precision, precision_overrides=overrides or None)
     assert sum("convert" in n.attrs for n in lowered.nodes) == (2 if overrides else 0)
     assert overrides or any(n.op == "dla.cdp" for n in lowered.nodes)
-    net = Network(msg)
-    x = np.random.default_rng(5).standard_normal((1, *net.input_shapes()[net.inputs[0]][1:])).astype(np.float32)
-    want = net.run(x, raw=True)
-    got = net.run(x, target="verilator", raw=True,
-                  rtl_options={"filelist": str(filelist()), "runs_root": str(tmp_path / "runs")})
-    for out in net.outputs:
-        assert got[out].tobytes() == want[out].tobytes(), out
+    assert_rtl_equals_golden(msg, tmp_path)
