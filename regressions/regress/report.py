@@ -206,6 +206,38 @@ def _coverage_lines(cov: dict) -> list[str]:
     return lines
 
 
+def coverage_html(cov: dict) -> str:
+    """The coverage section as HTML tables (the Markdown lines' content): functional bins per engine with the
+    uncovered ones, and RTL line/toggle coverage per file with its uncovered lines."""
+    e = html.escape
+    if "error" in cov:
+        return f"<p>{e(cov['error'])}</p>"
+    out = []
+    functional = cov.get("functional", {})
+    if functional:
+        rows = []
+        for engine, info in sorted(functional.items()):
+            cls = "pass" if info["hit"] == info["bins"] else "fail"
+            rows.append(f'<tr><th>{e(engine)}</th><td class="{cls}">{info["hit"]}/{info["bins"]}</td>'
+                        f'<td>{e(", ".join(info.get("uncovered") or [])) or "&mdash;"}</td></tr>')
+        out.append("<h3>Functional bins</h3><table><tr><th>engine</th><th>hit</th><th>uncovered</th></tr>"
+                   + "".join(rows) + "</table>")
+    rtl = cov.get("rtl", {})
+    if rtl.get("available"):
+        rows = []
+        for f, info in sorted(rtl.get("files", {}).items()):
+            (lh, lt), (th, tt) = info["line"], info["toggle"]
+            lines = info.get("uncovered_lines") or []
+            shown = ", ".join(map(str, lines[:40])) + (f" (+{len(lines) - 40})" if len(lines) > 40 else "")
+            rows.append(f"<tr><td><code>{e(f)}</code></td><td>{lh}/{lt}</td><td>{th}/{tt}</td>"
+                        f"<td>{e(shown) or '&mdash;'}</td></tr>")
+        out.append("<h3>RTL</h3><table><tr><th>file</th><th>lines</th><th>toggles</th><th>uncovered lines</th></tr>"
+                   + "".join(rows) + "</table>")
+    elif rtl:
+        out.append(f"<p>RTL coverage: {e(rtl.get('reason', 'not collected'))}</p>")
+    return "".join(out) or "<p>no coverage collected</p>"
+
+
 def markdown(summary: dict, plots: dict[str, str]) -> str:
     c = summary["counts"]
     status = "INTERRUPTED" if summary["interrupted"] else ("FAIL" if c["failed"] + c["error"] else "PASS")
@@ -287,7 +319,7 @@ def page(summary: dict, plots: dict[str, str]) -> str:
                  + "".join(f"<li>fixed <code>{e(n)}</code></li>" for n in t["fixed"]) + "</ul>")
     slow = "".join(f"<tr><td>{s['seconds']:.1f}</td><td><code>{e(s['nodeid'])}</code></td><td>{e(s['outcome'])}</td></tr>"
                    for s in summary["slowest"])
-    cov = "".join(f"<li>{e(line.lstrip('- ').strip())}</li>" for line in _coverage_lines(summary["coverage"]))
+    cov = coverage_html(summary["coverage"])
     imgs = "".join(f'<h2>{e(n)}</h2><img src="{e(p)}" alt="{e(n)}">' for n, p in plots.items())
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>regress {e(summary['run'])}</title>
 <style>{_CSS}</style></head><body>
@@ -301,7 +333,7 @@ in {summary['wall_seconds']:.0f} s. <a href="junit.xml">junit.xml</a> · <a href
 <h2>Failures</h2>{'<table><tr><th>test</th><th>outcome</th><th>message</th><th>seed</th><th>links</th></tr>' + ''.join(fails) + '</table><p>Rerun: <code>make regress RERUN=failed</code> (add <code>WAVES=1</code> for waveforms)</p>' if fails else '<p>none</p>'}
 <h2>Trend</h2>{trend}
 <h2>Slowest tests</h2><table><tr><th>s</th><th>test</th><th>outcome</th></tr>{slow}</table>
-<h2>Coverage</h2><ul>{cov}</ul>{imgs}</body></html>
+<h2>Coverage</h2>{cov}{imgs}</body></html>
 """
 
 
