@@ -22,7 +22,7 @@ endif
 NVDLA_TRACES ?= $(abspath ../shared/nvdla/traces)
 export NVDLA_TRACES
 
-.PHONY: install test regress fuzz bench lint sim regen-regs proto clean
+.PHONY: install test regress fuzz mutate bench lint sim regen-regs proto clean
 
 install: $(STAMP)
 
@@ -52,6 +52,11 @@ regress: install
 fuzz: install
 	$(BIN)/python -m regressions.fuzz --seconds $(FUZZ_SECONDS) --target $(TARGET) $(if $(DUT),--dut $(DUT)) \
 	  $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) $(if $(PROPERTY),--property $(PROPERTY))
+
+# make mutate [TARGET=golden] [UNIT=sdp] [N=300] [JOBS=2]: a mutation campaign (build/mutate/TARGET/report.md)
+mutate: install
+	$(BIN)/python -m regressions.mutate $(TARGET) $(if $(UNIT),--unit $(UNIT)) $(if $(N),-n $(N)) \
+	  --jobs $(if $(filter auto,$(JOBS)),2,$(JOBS))
 
 bench: install
 	$(BIN)/python -m regressions.bench --out build/bench/results.json
