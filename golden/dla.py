@@ -35,11 +35,9 @@ from golden.regs import Register, RegView, Unit, register_map
 LUT_DEPTH = {"LE": 65, "LO": 257}
 LUT_UNITS = ("SDP", "CDP")
 
-#: CFGROM unit ids of the ``*_DESC`` descriptors ((length << 16) | id), in CFGROM order.
-_CFGROM_UNIT_IDS = {
-    "GLB": 1, "CIF": 2, "CDMA": 3, "CBUF": 4, "CSC": 5, "CMAC_A": 6, "CMAC_B": 6, "CACC": 7,
-    "SDP_RDMA": 8, "SDP": 9, "PDP_RDMA": 10, "PDP": 11, "CDP_RDMA": 12, "CDP": 13,
-}
+#: CFGROM's units, whose words are named ``CFGROM_<unit>_<key>`` (their ``*_DESC`` words come from the RDL).
+_CFGROM_UNITS = ("GLB", "CIF", "CDMA", "CBUF", "CSC", "CMAC_A", "CMAC_B", "CACC", "SDP_RDMA", "SDP", "PDP_RDMA",
+                 "PDP", "CDP_RDMA", "CDP")
 #: Data type bits of the CFGROM ``*_FEATURE_TYPES``/``*_WEIGHT_TYPES`` words (int8 is 0x10 in NVDLA's ROM).
 CFGROM_TYPE_BITS = {"int8": 0x10, "int16": 0x20, "fp16": 0x100}
 #: SDP_CAP_COMPAT bits for its sub-units (nv_small's ROM holds 0x18 = X1 + X2).
@@ -63,7 +61,7 @@ def cfgrom_values(hw: HwConfig) -> dict[str, int]:
     wtypes = sum(CFGROM_TYPE_BITS[t] for t in hw.weight_types)
     for name in values:
         parts = name[len("CFGROM_"):]
-        for unit in sorted(_CFGROM_UNIT_IDS, key=len, reverse=True):
+        for unit in sorted(_CFGROM_UNITS, key=len, reverse=True):
             if parts.startswith(unit + "_"):
                 key = parts[len(unit) + 1:]
                 break

@@ -58,8 +58,8 @@ from golden.errors import UnsupportedError
 from golden.layout import CubeLayout, read_cube
 from golden.regs import RegView
 
-#: D_MISC_CFG.CONV_MODE encodings (each conv unit has its own field).
-CONV_MODE_DIRECT, CONV_MODE_WINOGRAD = 0, 1
+#: D_MISC_CFG.CONV_MODE's Winograd encoding (each conv unit has its own field; 0 is direct convolution).
+CONV_MODE_WINOGRAD = 1
 #: Bytes per element of the Winograd precisions.
 BPE = {"int8": 1, "int16": 2}
 #: A Winograd CBUF entry: 4x4 pixels of 8 bytes (4 int16 / 8 int8 channels).

@@ -82,6 +82,9 @@ def test_queue_status_groups_and_done_bits(dla):
     assert dla.read("NVDLA_GLB.S_INTR_STATUS_0") == 1 << 7  # group 1 only
     assert np.array_equal(dla.mem.dram.read(DST, 0x40), dla.mem.dram.read(SRC, 0x40))
     assert dla.read("NVDLA_BDMA.STATUS_0") == UNITS["BDMA"].register("STATUS").reset
+    for grp in (0, 1):  # the model never stalls: its stall counters stay 0
+        for way in ("READ", "WRITE"):
+            assert dla.read(f"NVDLA_BDMA.STATUS_GRP{grp}_{way}_STALL_0") == 0
     assert dla.read("NVDLA_BDMA.CFG_LAUNCH1_0") == 1 and dla.read("NVDLA_BDMA.CFG_OP_0") == 1  # RTL keeps them
     assert dla.history[-2:] == [(("BDMA",), {"BDMA": 1})] * 2
     program(dla, src=SRC + 0x40, dst=DST + 0x40)

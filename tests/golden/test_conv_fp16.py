@@ -146,6 +146,13 @@ def test_fp32_output_rounds_ties_away_from_zero() -> None:
     assert F.fp48_to_fp32(np.array([0]), np.array([0])).tolist() == [0]
 
 
+def test_fp32_output_rounding_that_carries_into_the_exponent() -> None:
+    """A 40-bit mantissa of all ones rounds up to the next power of two: the exponent goes up by one."""
+    top = (1 << 39) - 1  # value top * 2^(e - 101), just below 2^(e - 62)
+    out = F.fp48_to_fp32(np.array([101, 101, 90]), np.array([top, -top, top])).view(np.float32)
+    assert out.tolist() == [2.0 ** 39, -(2.0 ** 39), 2.0 ** 28]
+
+
 # ---- the engine -------------------------------------------------------------------------------------------
 def test_two_slices_and_taps_accumulate_in_fp32() -> None:
     x = bits16(np.full((70, 2, 2), 1.5))

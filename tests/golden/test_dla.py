@@ -1,8 +1,11 @@
 """Register-file semantics of golden.Dla, with stand-in engines so only the Dla is under test."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from conftest import DEFAULT_SHARED
 from golden import ConfigError, Dla, RegisterError, UnsupportedError, get_config
 from golden.dma import CONV_UNITS
 from golden.engines import Engine
@@ -110,6 +113,23 @@ def test_lut_access_writes_auto_increment(dla):
     assert list(lo[2:5]) == [0x1234, -1, -0x8000]
     dla.write("NVDLA_SDP.S_LUT_ACCESS_CFG_0", LUT_ADDR=3, LUT_TABLE_ID=1, LUT_ACCESS_TYPE=0)
     assert dla.read("NVDLA_SDP.S_LUT_ACCESS_DATA_0") == 0xFFFF
+
+
+def test_cfgrom_unit_descriptors_equal_nvdla_nv_small_rom():
+    """Every ``*_DESC`` word (length << 16 | unit id) golden reads for nv_small equals NVDLA's own nv_small ROM
+    (``NV_NVDLA_CFGROM_rom.v`` of the shared RTL: its read mux, offset -> value)."""
+    from golden.regs import UNITS
+
+    rom_v = DEFAULT_SHARED / "rtl" / "nv_small" / "vmod" / "nvdla" / "cfgrom" / "NV_NVDLA_CFGROM_rom.v"
+    if not rom_v.is_file():
+        pytest.skip(f"no nv_small RTL at {rom_v}")
+    rom = {int(a, 16): int(v, 16) for a, v in
+           re.findall(r"\(32'h([0-9a-f]+) & 32'h00000fff\): reg_rd_data = 32'h([0-9a-f]+)", rom_v.read_text())}
+    dla = Dla(get_config("nv_small"))
+    descs = [r for r in UNITS["CFGROM"].registers if r.name.endswith("_DESC")]
+    assert len(descs) >= 14
+    got = {r.name: dla.read(f"NVDLA_CFGROM.{r.name}_0") for r in descs}
+    assert got == {r.name: rom[r.offset] for r in descs}
 
 
 def test_cfgrom_describes_the_config():

@@ -312,6 +312,9 @@ def test_strides_too_small_for_the_cube():
         run_pdp(x, extra={"PDP.D_DST_SURFACE_STRIDE": 0})
     with pytest.raises(ConfigError, match=r"PDP\.D_DST_LINE_STRIDE\.DST_LINE_STRIDE"):
         run_pdp(x, extra={"PDP.D_DST_LINE_STRIDE": 0})
+    # one line apart: the second surface lands on the first one's second line (no quick bound accepts it)
+    with pytest.raises(ConfigError, match=r"PDP\.D_DST_SURFACE_STRIDE\.DST_SURFACE_STRIDE"):
+        run_pdp(x, extra={"PDP.D_DST_SURFACE_STRIDE": 4 * ATOM})
 
 
 def test_surfaces_interleaved_between_lines_are_legal():
