@@ -4,7 +4,8 @@ Each worker owns a copy of the working tree (``work/w<i>``: the tracked and untr
 ``build`` or caches), writes one mutant's file there, runs the tests covering the mutated line (``pytest -x``,
 fastest first) and puts the file back. Outcomes:
 
-* ``killed``: a test failed; ``error``: collection or import failed (the mutant breaks the module: a kill);
+* ``killed``: a test failed; ``error``: collection or import failed (the mutant breaks the module, which the
+  same tests collect without it: a kill);
 * ``timeout``: slower than five times the tests' measured time plus 30 s (an infinite loop: a kill);
 * ``survived``: every covering test passed; ``no_coverage``: no test executes the line (survives unrun);
 * ``not_applied``: the operator no longer applies (the file changed since enumeration: not counted).
@@ -118,6 +119,11 @@ def run_one(root: Path, work: Path, m: Mutant, cmap: CoverageMap) -> Result:
         return result("killed", seconds, len(tests), _killer(proc.stdout))
     if proc.returncode in (2, 3):
         return result("error", seconds, len(tests), _killer(proc.stdout) or f"pytest exit {proc.returncode}")
+    # exit 4/5 (no collectors, nothing collected): a test module the mutant cannot import, when the unmutated
+    # tree collects the same tests; otherwise the coverage map names tests that are gone
+    clean = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=budget)
+    if clean.returncode == 0:
+        return result("error", seconds, len(tests), f"pytest exit {proc.returncode}: collection fails")
     raise RuntimeError(f"{m.id}: pytest exited {proc.returncode} on the covering tests (a selection problem): "
                        + " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-2:]))
 

@@ -2,7 +2,7 @@
 
 ``build_map`` runs the campaign's test pool once under coverage.py (``pytest --cov-context=test``) and keeps,
 per source line of the mutated files, the tests that ran it (a line run at import, before any test, counts as
-run by every test of its file), with each test's duration (from the run's
+run by every test that ran the file and every test of a test file importing the module by name), with each test's duration (from the run's
 JUnit XML). A mutant then runs only the tests covering its line, fastest first, stopping at the first
 failure; a mutant no test executes survives without running anything (``no_coverage``), which is itself a
 finding: a line of the model no test reaches.
@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 #: The golden campaign's test pool: unit tests of the engines, the engines against independent reference math,
@@ -37,6 +38,8 @@ class CoverageMap:
 
     lines: dict[str, dict[int, list[str]]]
     seconds: dict[str, float]
+    #: path -> test files that import the module by name (their tests may read its constants only)
+    importers: dict[str, list[str]] = field(default_factory=dict)
 
     def tests_for(self, path: str, line: int, limit: int = MAX_TESTS) -> list[str]:
         """The tests that executed ``path:line``, fastest first, at most ``limit``. In a numba-compiled file
@@ -44,17 +47,30 @@ class CoverageMap:
         by_line = self.lines.get(path, {})
         tests = by_line.get(line, [])
         if path in COMPILED or IMPORT in tests:  # every test that ran the file ran this line too
-            tests = sorted({t for ts in by_line.values() for t in ts} - {IMPORT})
+            tests = sorted(({t for ts in by_line.values() for t in ts} - {IMPORT})
+                           | {t for t in self.seconds if t.split("::")[0] in self.importers.get(path, ())})
         return sorted(tests, key=lambda t: (self.seconds.get(t, 1e9), t))[:limit]
 
     def save(self, out: Path) -> None:
-        out.write_text(json.dumps({"lines": self.lines, "seconds": self.seconds}))
+        out.write_text(json.dumps({"lines": self.lines, "seconds": self.seconds, "importers": self.importers}))
 
     @classmethod
     def load(cls, path: Path) -> "CoverageMap":
         data = json.loads(path.read_text())
         lines = {f: {int(k): v for k, v in ls.items()} for f, ls in data["lines"].items()}
-        return cls(lines, data["seconds"])
+        return cls(lines, data["seconds"], data.get("importers", {}))
+
+
+def importers(root: Path, files: list[str], test_files: list[str]) -> dict[str, list[str]]:
+    """Per model file, the test files naming its module (``a.b.c`` or ``from a.b import c``)."""
+    texts = {t: (root / t).read_text(errors="replace") for t in test_files}
+    out: dict[str, list[str]] = {}
+    for f in files:
+        dotted = f.removesuffix(".py").replace("/", ".")
+        package, _, name = dotted.rpartition(".")
+        pattern = re.compile(rf"\b{re.escape(dotted)}\b|from {re.escape(package)} import [^\n]*\b{re.escape(name)}\b")
+        out[f] = sorted(t for t, text in texts.items() if pattern.search(text))
+    return out
 
 
 def _node_id(context: str) -> str:
@@ -113,4 +129,5 @@ def build_map(root: Path, files: list[str], pool: tuple[str, ...], work: Path, j
         seconds = _durations(junit)
     finally:
         os.chdir(old)
-    return CoverageMap(lines, seconds)
+    test_files = sorted({t.split("::")[0] for t in seconds})
+    return CoverageMap(lines, seconds, importers(root, files, test_files))

@@ -36,10 +36,17 @@ def checked(x: int) -> int:
     if x < 0:
         raise ValueError(f"negative: {x + 1}")
     return x
+
+
+SCALE = 4 // 1
 '''
 
 TESTS = '''\
-from pkg.model import checked, rha
+from pkg.model import SCALE, checked, rha
+
+
+def test_scale():
+    assert SCALE == 4
 
 
 def test_rha_rounds_halves_up():
@@ -90,6 +97,21 @@ def test_campaign_kills_what_the_tests_see_and_resumes(project: Path, tmp_path: 
     assert (project / "pkg" / "model.py").read_text() == MODEL  # the project itself is never mutated
     again = run_campaign(project, mutants, cmap, out, jobs=2, say=lambda m: None)
     assert again == results and len(read_results(out / "results.jsonl")) == len(mutants)
+
+
+def test_a_mutant_that_breaks_the_import_is_an_error_kill(project: Path, tmp_path: Path) -> None:
+    """``4 // 1`` -> ``4 // 0`` fails at import: pytest finds no collectors (exit 4) for the node ids, which the
+    unmutated copy collects, so the mutant is caught ("error"), not a tool failure."""
+    from regressions.mutate.mutants import mutated_source
+
+    (m,) = [m for m in enumerate_mutants(project, ["pkg/model.py"], ("core/NumberReplacer",))
+            if m.line == 21 and "4 // 0" in (mutated_source(project, m) or "")]
+    cmap = build_map(project, ["pkg/model.py"], ("tests",), tmp_path / "map", jobs=1, say=lambda m: None)
+    results = run_campaign(project, [m], cmap, tmp_path / "c", jobs=1, say=lambda m: None)
+    assert results[m.id].outcome == "error" and "collection fails" in results[m.id].killer
+    # the other changes of that line are caught by test_scale, which only reads the constant (its test file
+    # imports the module by name)
+    assert "tests/test_model.py::test_scale" in cmap.tests_for("pkg/model.py", 21)
 
 
 def test_report_scores_without_equivalents(project: Path, tmp_path: Path, monkeypatch) -> None:
