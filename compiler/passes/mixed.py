@@ -111,6 +111,17 @@ def assign_precisions(g: Graph, ctx: CompileContext) -> Graph:
     typed = [n for n in g.nodes if n.op.startswith(("dla.", "cpu.")) or n.op == "view.concat"]
     for n in typed:
         n.attrs["precision"] = chosen.get(n.name, base)
+    dtypes = _tensor_types(g, base)
+    count = _insert_converters(g, ctx, dtypes)
+    ctx.tensor_dtypes = dtypes
+    mix = {q: sum(1 for n in typed if n.attrs["precision"] == q and n.op.startswith("dla.")) for q in MIXABLE}
+    ctx.log(f"mixed precision: {mix['int16']} int16 and {mix['fp16']} fp16 engine ops, {count} converters")
+    return g
+
+
+def _tensor_types(g: Graph, base: str) -> dict[str, str]:
+    """Every tensor's type: its producer's precision; a view's input's; a network input its consumers' when they
+    agree, else ``base``."""
     dtypes: dict[str, str] = {}
     for t in g.inputs:
         users = {c.attrs["precision"] for c in g.consumers(t) if "precision" in c.attrs}
@@ -118,40 +129,40 @@ def assign_precisions(g: Graph, ctx: CompileContext) -> Graph:
     for n in g.nodes:  # (fusion may list an eltwise operand's producer after its consumer)
         for o in n.outputs:
             dtypes.setdefault(o, n.attrs.get("precision", ""))
-    for n in g.nodes:  # views: their input's type
+    for n in g.nodes:
         for o in n.outputs:
             if not dtypes[o]:
                 dtypes[o] = _view_dtype(g, n, dtypes, base)
+    return dtypes
+
+
+def _insert_converters(g: Graph, ctx: CompileContext, dtypes: dict[str, str]) -> int:
+    """A converter before each engine op (or concat) input of another type, shared by its consumers of the same
+    type; ``dtypes`` gains the converted tensors. Returns how many were inserted."""
     converted: dict[tuple[str, str], str] = {}
     nodes: list[Node] = []
-    count = 0
     for n in g.nodes:
         p = n.attrs.get("precision")
-        if p is not None and not n.op.startswith("cpu."):
-            for i, t in enumerate(n.inputs):
-                have = dtypes.get(t, base)
-                if have == p:
-                    continue
-                if (t, p) not in converted:
-                    cv = _converter(g, t, have, p)
-                    if t in ctx.amax:  # the same real values: the same calibrated range
-                        ctx.amax[cv.outputs[0]] = ctx.amax[t]
-                    nodes.append(cv)
-                    dtypes[cv.outputs[0]] = p
-                    converted[(t, p)] = cv.outputs[0]
-                    count += 1
-                new = converted[(t, p)]
-                n.inputs[i] = new
-                if n.attrs.get("post"):
-                    n.attrs["post"] = [replace(q, tensor=new) if isinstance(q, Eltwise) and q.tensor == t else q
-                                       for q in n.attrs["post"]]
+        for i, t in enumerate(n.inputs if p is not None and not n.op.startswith("cpu.") else ()):
+            have = dtypes.get(t, ctx.precision)
+            if have == p:
+                continue
+            if (t, p) not in converted:
+                cv = _converter(g, t, have, p)
+                if t in ctx.amax:  # the same real values: the same calibrated range
+                    ctx.amax[cv.outputs[0]] = ctx.amax[t]
+                nodes.append(cv)
+                dtypes[cv.outputs[0]] = p
+                converted[(t, p)] = cv.outputs[0]
+            new = converted[(t, p)]
+            n.inputs[i] = new
+            if n.attrs.get("post"):
+                n.attrs["post"] = [replace(q, tensor=new) if isinstance(q, Eltwise) and q.tensor == t else q
+                                   for q in n.attrs["post"]]
         nodes.append(n)
     g.nodes = nodes
     g.toposort()
-    ctx.tensor_dtypes = dtypes
-    mix = {q: sum(1 for n in typed if n.attrs["precision"] == q and n.op.startswith("dla.")) for q in MIXABLE}
-    ctx.log(f"mixed precision: {mix['int16']} int16 and {mix['fp16']} fp16 engine ops, {count} converters")
-    return g
+    return len(converted)
 
 
 def _view_dtype(g: Graph, n: Node, dtypes: dict[str, str], base: str) -> str:
