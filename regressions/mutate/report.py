@@ -1,7 +1,8 @@
 """A campaign's score and survivors, with the triage of equivalent mutants.
 
 Score = (killed + error + timeout) / (decided - equivalent), per unit and overall. Equivalent mutants are
-listed in ``regressions/mutate/triage/<target>.toml`` (``[[equivalent]] id = ... reason = ...``): a mutant
+listed in ``regressions/mutate/triage/<target>.toml`` and ``triage/<target>/*.toml`` (``[[equivalent]] id = ...
+reason = ...``): a mutant
 whose change no input can observe (say, ``x >> 0`` vs ``x << 0``); each needs its reason. Survivors that are
 not equivalent are missing tests: the report lists each with its source line before and after and the tests
 that ran it.
@@ -20,15 +21,15 @@ TRIAGE = Path(__file__).parent / "triage"
 
 def equivalents(target: str) -> dict[str, str]:
     """id -> reason of the mutants triaged equivalent for ``target``."""
-    path = TRIAGE / f"{target}.toml"
-    if not path.is_file():
-        return {}
-    data = tomllib.loads(path.read_text())
-    out = {}
-    for entry in data.get("equivalent", []):
-        if not entry.get("reason"):
-            raise ValueError(f"{path}: equivalent mutant {entry.get('id')!r} has no reason")
-        out[entry["id"]] = entry["reason"]
+    paths = [TRIAGE / f"{target}.toml", *sorted((TRIAGE / target).glob("*.toml"))]
+    out: dict[str, str] = {}
+    for path in paths:
+        if not path.is_file():
+            continue
+        for entry in tomllib.loads(path.read_text()).get("equivalent", []):
+            if not entry.get("reason"):
+                raise ValueError(f"{path}: equivalent mutant {entry.get('id')!r} has no reason")
+            out[entry["id"]] = entry["reason"]
     return out
 
 
