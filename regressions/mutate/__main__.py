@@ -9,6 +9,7 @@ resumes. Exit 0 when the score meets ``--min-score`` (default: none), 1 when not
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from pathlib import Path
 
@@ -41,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or ROOT / "build" / "mutate" / args.target
     out.mkdir(parents=True, exist_ok=True)
     map_path = out / "coverage-map.json"
-    stamp = {f: file_hash(ROOT / f) for f in files_of(ROOT, None)}
+    # the map depends on the model files and on the tests: a new test must be in the map to kill survivors
+    tests = sorted(str(t.relative_to(ROOT)) for d in pool for t in (ROOT / d).rglob("*.py"))
+    stamp = {f: file_hash(ROOT / f) for f in [*files_of(ROOT, None), *tests]}
     stamp_path = out / "coverage-map.stamp"
     if args.rebuild_map or not map_path.is_file() or not stamp_path.is_file() or stamp_path.read_text() != repr(stamp):
         cmap = build_map(ROOT, files_of(ROOT, None), pool, out, jobs=args.jobs)
@@ -50,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cmap = CoverageMap.load(map_path)
     mutants = sample(enumerate_mutants(ROOT, files), args.n, args.seed)
-    results = run_campaign(ROOT, mutants, cmap, out, jobs=args.jobs)
+    map_id = hashlib.sha256(stamp_path.read_text().encode()).hexdigest()[:16]
+    results = run_campaign(ROOT, mutants, cmap, out, jobs=args.jobs, map_id=map_id)
     summary = write_report(ROOT, args.target, mutants, results, out)
     s = summary["score"]
     print(f"{args.target}: {summary['killed']} killed, {summary['survived']} survived, {summary['equivalent']} "

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -51,6 +51,8 @@ class Result:
     tests: int
     killer: str
     hash: str
+    #: the coverage map (model files and tests) a missed mutant was decided with: a newer map runs it again
+    map: str = ""
 
 
 def read_results(path: Path) -> dict[str, Result]:
@@ -129,14 +131,14 @@ def run_one(root: Path, work: Path, m: Mutant, cmap: CoverageMap) -> Result:
 
 
 def run_campaign(root: Path, mutants: list[Mutant], cmap: CoverageMap, out: Path, jobs: int = 2,
-                 say: Callable[[str], None] = print) -> dict[str, Result]:
+                 say: Callable[[str], None] = print, map_id: str = "") -> dict[str, Result]:
     """Run every undecided mutant of ``mutants``; returns all decided results (earlier ones included)."""
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.jsonl"
     done = read_results(results_path)
     hashes = {p: file_hash(root / p) for p in {m.path for m in mutants}}
     todo = [m for m in mutants if not (m.id in done and done[m.id].hash == hashes[m.path])
-            or done[m.id].outcome == "no_coverage" and cmap.tests_for(m.path, m.line)]  # (a newer map has tests)
+            or done[m.id].outcome in MISSES and done[m.id].map != map_id]  # (a newer map may have new tests)
     say(f"{len(mutants)} mutants, {len(mutants) - len(todo)} already decided, {len(todo)} to run on {jobs} workers")
     workers: queue.Queue[Path] = queue.Queue()
     for i in range(max(1, min(jobs, len(todo)))):
@@ -150,7 +152,7 @@ def run_campaign(root: Path, mutants: list[Mutant], cmap: CoverageMap, out: Path
     def task(m: Mutant) -> None:
         w = workers.get()
         try:
-            r = run_one(root, w, m, cmap)
+            r = replace(run_one(root, w, m, cmap), map=map_id)
         finally:
             workers.put(w)
         with lock:
