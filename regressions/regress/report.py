@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from dlaio import OutputError, write_atomic
+from regressions.plan.render import plan_html, plan_markdown, plan_summary
 from regressions.regress.lists import REPO
 from regressions.regress.plan import Plan
 from regressions.regress.results import BAD, OUTCOMES, Record, read_records, write_junit
@@ -127,7 +128,8 @@ def summarize_run(run_dir: Path, plan: Plan, records: list[Record], *, finished:
                     for r in sorted(records, key=lambda r: -r.duration)[:SLOWEST]],
         "failures": failures,
         "trend": trend,
-        "coverage": _coverage(run_dir),
+        "coverage": (coverage := _coverage(run_dir)),
+        "plan": plan_summary(records, coverage),
     }
 
 
@@ -273,6 +275,8 @@ def markdown(summary: dict, plots: dict[str, str]) -> str:
     out += ["## Slowest tests", "", "| seconds | test | outcome |", "|---|---|---|"]
     out += [f"| {s['seconds']:.1f} | `{s['nodeid']}` | {s['outcome']} |" for s in summary["slowest"]]
     out += ["", "## Coverage", "", *_coverage_lines(summary["coverage"]), ""]
+    if "plan" in summary:
+        out += ["## Verification plan", "", *plan_markdown(summary["plan"]), ""]
     out += [f"![{name}]({path})" for name, path in plots.items()]
     out += [f"- note: {n}" for n in summary.get("notes", [])]
     return "\n".join(out) + "\n"
@@ -280,7 +284,7 @@ def markdown(summary: dict, plots: dict[str, str]) -> str:
 
 _CSS = """body{font-family:sans-serif;margin:1.5em;max-width:80em}table{border-collapse:collapse;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}.pass{background:#dfd}.fail{background:#fcc}
-.skip{background:#eee}code{font-size:90%}pre{background:#f6f6f6;padding:.5em;overflow:auto;max-height:20em}"""
+.skip{background:#eee}.part{background:#ffd}code{font-size:90%}pre{background:#f6f6f6;padding:.5em;overflow:auto;max-height:20em}"""
 
 
 def page(summary: dict, plots: dict[str, str]) -> str:
@@ -333,7 +337,8 @@ in {summary['wall_seconds']:.0f} s. <a href="junit.xml">junit.xml</a> · <a href
 <h2>Failures</h2>{'<table><tr><th>test</th><th>outcome</th><th>message</th><th>seed</th><th>links</th></tr>' + ''.join(fails) + '</table><p>Rerun: <code>make regress RERUN=failed</code> (add <code>WAVES=1</code> for waveforms)</p>' if fails else '<p>none</p>'}
 <h2>Trend</h2>{trend}
 <h2>Slowest tests</h2><table><tr><th>s</th><th>test</th><th>outcome</th></tr>{slow}</table>
-<h2>Coverage</h2>{cov}{imgs}</body></html>
+<h2>Coverage</h2>{cov}
+<h2>Verification plan</h2>{plan_html(summary["plan"]) if "plan" in summary else "<p>not evaluated</p>"}{imgs}</body></html>
 """
 
 
