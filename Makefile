@@ -32,6 +32,11 @@ $(STAMP): pyproject.toml
 	    echo "installing iverilog (Debian package)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; \
 	  else echo "warning: iverilog not found and cannot apt-get it; the icarus target will be unavailable"; fi; }
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium (Debian package; headless, for the regression report's screenshot)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "warning: chromium not found and cannot apt-get it; regression reports will have no screenshot"; fi; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

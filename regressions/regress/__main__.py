@@ -122,7 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from regressions.regress.report import write_report
 
     with deferred_interrupts():  # a second Ctrl-C must not leave half a report
-        summary = write_report(run_dir, interrupted=interrupted, launcher_exit=status)
+        summary = write_report(run_dir, interrupted=interrupted, launcher_exit=status, screenshot=True)
         publish_latest(out, run_dir)
     c = summary["counts"]
     bad = c["failed"] + c["error"]
@@ -134,7 +134,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"regress: pytest exited {status} (internal error or crash): see the output above")
     if summary["not_run"]:
         print(f"regress: units without results: {', '.join(summary['not_run'])}")
-    print(f"regress: {run_dir / 'index.html'}  (latest: {out / 'latest'})")
+    print(f"regress: {run_dir / 'index.html'}  (latest: {out / 'latest'})"
+          + (f", screenshot {run_dir / summary['screenshot']}" if summary.get("screenshot") else ""))
     if bad:
         print("regress: rerun the failures with `make regress RERUN=failed`")
     if _unwritten(summary):
@@ -151,7 +152,7 @@ def cmd_unit(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from regressions.regress.report import write_report
 
-    summary = write_report(Path(args.run_dir))
+    summary = write_report(Path(args.run_dir), screenshot=True)
     print(f"regress: {Path(args.run_dir) / 'index.html'}: {summary['counts']}")
     return 2 if _unwritten(summary) else 0
 

@@ -278,6 +278,8 @@ def markdown(summary: dict, plots: dict[str, str]) -> str:
     if "plan" in summary:
         out += ["## Verification plan", "", *plan_markdown(summary["plan"]), ""]
     out += [f"![{name}]({path})" for name, path in plots.items()]
+    if summary.get("screenshot"):
+        out += ["", f"Screenshot of index.html in headless Chromium: [{summary['screenshot']}]({summary['screenshot']})"]
     out += [f"- note: {n}" for n in summary.get("notes", [])]
     return "\n".join(out) + "\n"
 
@@ -346,7 +348,8 @@ def _atomic(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
-def write_report(run_dir: Path, *, interrupted: bool = False, launcher_exit: int | None = None) -> dict:
+def write_report(run_dir: Path, *, interrupted: bool = False, launcher_exit: int | None = None,
+                 screenshot: bool = False) -> dict:
     """Every report file of ``run_dir`` from its plan and records; returns the summary. A file that cannot
     be written (disk full, ...) does not stop the others: it is listed in ``summary["unwritten"]`` (one
     ``dlaio.OutputError`` each) so the caller still prints the summary, then one line per file."""
@@ -373,6 +376,14 @@ def write_report(run_dir: Path, *, interrupted: bool = False, launcher_exit: int
     attempt(lambda: plots.update(write_plots(run_dir, summary)))
     attempt(_atomic, run_dir / "summary.md", markdown(summary, plots))
     attempt(_atomic, run_dir / "index.html", page(summary, plots))
+    if screenshot:  # what a reader sees, from a real browser: index.png beside the page
+        from regressions.regress.screenshot import screenshot as take
+
+        reason = take(run_dir / "index.html", run_dir / "index.png")
+        summary["screenshot"] = "index.png" if not reason else None
+        if reason:
+            summary.setdefault("notes", []).append(f"no screenshot of index.html: {reason}")
+        attempt(_atomic, run_dir / "summary.md", markdown(summary, plots))
     attempt(_atomic, run_dir / "summary.json", json.dumps(summary, indent=1))
     summary["unwritten"] = list({e.path: e for e in unwritten}.values())
     return summary
