@@ -241,3 +241,16 @@ def test_fp16_index_select_is_8_bit_signed() -> None:
     x[:2, 0, 0] = f16([1.0, 2.0])
     got, _ = run_cdp(x, 2, "fp16", regs, le, lo)
     assert as_f16(got[0, 0, 0]) == 2.5
+
+
+def test_fp16_window_of_five_sums_both_neighbours_two_away() -> None:
+    """NORMALZ_LEN=1 is the 5-channel window c−2 .. c+2: the outer taps x[c−2]² + x[c+2]² are added to the
+    3-channel sum (cmod order ``((x[c−1]+x[c+1])+x[c]) + (x[c−2]+x[c+2])``; all values exact here)."""
+    regs, le, lo = fp16_lo_identity()
+    regs["D_LRN_CFG"] = dict(NORMALZ_LEN=1)
+    x = np.zeros((ATOM, 1, 1), dtype=np.int64)
+    x[:5, 0, 0] = f16([1.0, 2.0, 3.0, 4.0, 5.0])
+    got, _ = run_cdp(x, 5, "fp16", regs, le, lo)
+    # S[c] = sum of x[k]² for |k − c| <= 2, channels outside 0..4 contributing 0
+    want = [1 + 4 + 9, 1 + 4 + 9 + 16, 1 + 4 + 9 + 16 + 25, 4 + 9 + 16 + 25, 9 + 16 + 25, 16 + 25, 25, 0]
+    assert as_f16(got[:8, 0, 0]).tolist() == want

@@ -230,3 +230,18 @@ def test_scalars_and_dtypes() -> None:
     assert fp.fp32_to_fp16(0x3F800000).shape == () and int(fp.fp32_to_fp16(0x3F800000)) == 0x3C00
     assert fp.fp16_to_fp17(np.uint16(0x3C00)).dtype == np.uint32
     assert fp.fp17_add(np.array([0x7C00]), np.array([0x7C00])).tolist() == [32 << 10]  # FP17 1 + 1 = 2
+
+
+def test_bit_pattern_views_read_the_low_bits_as_ieee_fields() -> None:
+    """``f32_of_bits``/``f16_of_bits`` read the low 32/16 bits of a word as the IEEE pattern (sign,
+    exponent, mantissa), however the word is held: unsigned, or sign-extended as a negative int; they
+    invert ``bits_of_f32``/``bits_of_f16`` bit for bit."""
+    words = np.array([0x3F800000, 0xBF800000, 0xBF800000 - (1 << 32), 0x7F800000, 0x00000001, 0x80000000])
+    got = fp.f32_of_bits(words)
+    assert got.dtype == np.float32
+    assert got[:4].tolist() == [1.0, -1.0, -1.0, np.inf] and got[4] == np.float32(2.0**-149)
+    assert np.signbit(got[5]) and got[5] == 0
+    vals = np.array([0.1, -3.5, 65504.0, 2.0**-130, -0.0], dtype=np.float32)
+    np.testing.assert_array_equal(fp.bits_of_f32(fp.f32_of_bits(fp.bits_of_f32(vals))), fp.bits_of_f32(vals))
+    halves = fp.f16_of_bits(np.array([0x3C00, 0xC000 - (1 << 16), 0x7BFF]))
+    assert halves.dtype == np.float16 and halves.tolist() == [1.0, -2.0, 65504.0]

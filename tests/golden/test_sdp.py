@@ -737,3 +737,58 @@ def test_flying_mode_ignores_rdma_input_precision() -> None:
     op.set_operands("BS", "ALU", [np.arange(8) * 10], 1, False)
     op.run()
     np.testing.assert_array_equal(op.output().reshape(-1), np.arange(8) * 11)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Saturation and boundary corners (each pins one NVDLA rule at its edge)
+# ---------------------------------------------------------------------------------------------------
+def test_ew_alu_sum_saturates_to_32_bits() -> None:
+    """The Y ALU's SUM is ``sat32(x + op)`` (NVDLA_NOTES §4 Y core), unlike X's 33-bit SUM: a sum one past
+    either end of int32 clamps, a sum inside it is exact."""
+    op = SdpOp(8, 1, 1, hw=NV_SMALL_256_FULL, sdp=ew_regs(alu="SUM"))
+    y = sdp_engine.YConfig.from_view(op.context().regs["SDP"])
+    x = np.array([2**31 - 1, -2**31, 2**31 - 1, -2**31, -5])
+    alu = np.array([1, -1, 2**31 - 1, -2**31, 3])
+    out = sdp_engine.y_core(x, y, alu, 0)
+    np.testing.assert_array_equal(out, [2**31 - 1, -2**31, 2**31 - 1, -2**31, -2])
+    assert out.tolist() == [ref_y_core(int(v), y, int(a), 0) for v, a in zip(x, alu)]
+
+
+def test_flying_input_is_read_as_32_bit_twos_complement_words() -> None:
+    """CACC hands SDP 32-bit words: raw words delivered as unsigned values (0x80000000 .. 0xFFFFFFFF in an
+    int64 cube) are negative int32 values, exactly like the same values delivered sign-extended."""
+    words = np.array([0xFFFFFFFF, 0x80000000, 0xFFFFFF80, 0x7FFFFFFF, 5, 0xFFFFFFFB, 0, 0xFFFFFFFE])
+    op = SdpOp(8, 1, 1, sdp={"D_FEATURE_MODE_CFG": {"FLYING_MODE": 1, "OUTPUT_DST": 1}},
+               flying_input=words.reshape(8, 1, 1).astype(np.int64))
+    op.rdma = {}
+    out, _ = op.run()
+    np.testing.assert_array_equal(out.reshape(-1), [-1, -128, -128, 127, 5, -5, 0, -2])
+    signed = SdpOp(8, 1, 1, sdp=op.sdp, flying_input=np.array([ref_wrap(int(w), 32) for w in words]).reshape(8, 1, 1))
+    signed.rdma = {}
+    np.testing.assert_array_equal(signed.run()[0], out)
+
+
+@pytest.mark.parametrize("mode, extra", [
+    ({"FLYING_MODE": 1, "WINOGRAD": 1, "OUTPUT_DST": 1}, {}),  # Winograd order to PDP
+    ({"FLYING_MODE": 1, "WINOGRAD": 1}, ew_regs(alu="EQL")),  # Winograd order in EQL (quiet) mode
+])
+def test_winograd_output_goes_only_to_memory_outside_eql_mode(mode: dict, extra: dict) -> None:
+    """The cmod asserts a Winograd-order SDP writes memory: neither the PDP port nor EQL compare mode
+    (which writes nothing) is allowed, each refused on its own."""
+    op = SdpOp(8, 1, 1, hw=NV_SMALL_256_FULL, sdp={"D_FEATURE_MODE_CFG": mode, **extra},
+               flying_input=np.zeros((8, 1, 1), dtype=np.int64))
+    op.rdma = {}
+    with pytest.raises(ConfigError, match="SDP.D_FEATURE_MODE_CFG.WINOGRAD"):
+        op.run()
+
+
+def test_lut_exponent_index_64_is_the_overflow_boundary() -> None:
+    """LE exponent mode: index = floor(log2(x − start)) − OFFSET; 64 (the last entry's own point) already
+    overflows and extrapolates from LE_END, 63 still interpolates between LE[63] and LE[64]. OFFSET −33
+    puts log2 = 31 (x − start = 2^31, the largest offset a 32-bit x can have) at index 64."""
+    cfg = lut_config(le_function=0, le_index_offset=-33, le_start=-2**31, le_end=-10, le_slope_oflow_scale=1,
+                     lo_start=2**31 - 1, hybrid_priority=0)  # LO underflows everywhere: LE decides
+    # x = 0: index 64 -> LE[64] + (0 − (−10))·1 = 650; x = −1: index 63, fraction 1 − 2^−30 -> 640 after rounding
+    assert lookup([0, -1], cfg) == [650, 640] == [ref_lut(v, cfg, LE_T, LO_T) for v in (0, -1)]
+    _, stats = lut_lookup(np.array([0, -1]), cfg, np.array(LE_T), np.array(LO_T))
+    assert (stats.oflow, stats.le_hit) == (1, 1)

@@ -296,3 +296,45 @@ def test_int8_path_is_untouched_by_nan_to_zero() -> None:
     dla.write("SDP_RDMA.D_OP_ENABLE", 1)
     dla.write("SDP.D_OP_ENABLE", 1)
     np.testing.assert_array_equal(read_cube(dla.mem.space(1), 0x2000, lay), x)
+
+
+# ---- corners of the LUT weights, EQL counters and the half-beat rule -----------------------------------
+def test_lut_hit_on_an_entry_point_returns_the_entry() -> None:
+    """A hit whose 35-bit fraction is 0 (x − START a whole multiple of 2^SELECT) weights y0 by FP17 1.0 and
+    y1 by 0 (cmod ``sdp_y_inp.cpp``), so the output is the table entry itself, bit for bit."""
+    x = cube(f16([1.0, 2.0, 7.0, 100.0, 255.0]), 5)
+    lo = [int(v) for v in f16(np.arange(257) * 0.75 - 3.0)]  # LO[i] = 0.75·i − 3: exact fp16 values
+    lut = _linear_lut(lo_table=tuple(lo))
+    out, dla = run(P.SdpFp16Layer(x, ref.Fp16Params(y=ref.Fp16YParams(bypass=False, lut_bypass=False), lut=lut)))
+    np.testing.assert_array_equal(out[:5, 0, 0], f16([-2.25, -1.5, 2.25, 72.0, 188.25]))
+    assert status(dla, "SDP", "D_PERF_LUT_LO_HIT") == 5
+
+
+def test_eql_mode_fp16_counters_see_the_low_half_of_the_compare_result() -> None:
+    """EQL compare mode writes nothing; the fp16 output counters see the low 16 bits of each lane's result
+    (0 equal, 1 unequal, sdp_hls_wrapper.cpp): neither is a NaN nor ±65504, so both counters stay 0 while
+    D_STATUS reports the inequality."""
+    x = cube(f16([1.0, -2.0, 3.0, 4.0]), 4)
+    y = ref.Fp16YParams(bypass=False, alu_bypass=False, alu_algo=ref.ALU_EQL, alu_operand=cube(f16([1.0, 2.0, 3.0, 5.0]), 4))
+    prog = P.program_sdp_fp16(NV_FULL, P.SdpFp16Layer(x, ref.Fp16Params(y=y)))
+    dla = Dla(NV_FULL)
+    dla.mem.write(prog.output[0], b"\x5A" * prog.output[1])
+    assert prog.run(dla) == b"\x5A" * prog.output[1]
+    assert status(dla, "SDP", "D_STATUS") & 1 == 1
+    assert status(dla, "SDP", "D_STATUS_NAN_OUTPUT_NUM") == 0
+    assert status(dla, "SDP", "D_PERF_OUT_SATURATION") == 0
+
+
+def test_half_beat_hang_refuses_only_per_kernel_single_component_operands() -> None:
+    """nv_full's RTL never finishes an fp16 X operand of one 2-byte component per channel over an odd
+    number >= 11 of atoms (``HwConfig.sdp_brdma_fp16_half_beat_hang``, measured per kernel); golden
+    refuses exactly that. The same single ALU component per element streams whole cubes and is computed."""
+    c = 11 * ATOM
+    x = cube(f16(np.arange(c) % 64 - 32.0), c)
+    per_element = cube(f16(np.arange(c) % 8 * 0.5), c)
+    stage = ref.Fp16XParams(bypass=False, alu_bypass=False, alu_algo=ref.ALU_SUM, alu_operand=per_element)
+    out, _ = run(P.SdpFp16Layer(x, ref.Fp16Params(x1=stage)))
+    np.testing.assert_array_equal(out[:, 0, 0], f16(np.arange(c) % 64 - 32.0 + np.arange(c) % 8 * 0.5))
+    per_kernel = replace(stage, alu_operand=per_element.reshape(-1))
+    with pytest.raises(ConfigError, match="BRDMA_DATA_USE.*never finishes"):
+        run(P.SdpFp16Layer(x, ref.Fp16Params(x1=per_kernel)))
