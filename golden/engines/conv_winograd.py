@@ -69,10 +69,6 @@ CHANNEL_BLOCK = 4
 #: D_PRA_CFG.PRA_TRUNCATE "range: 0~2" (NVDLA_CSC.rdl).
 MAX_PRA_TRUNCATE = 2
 
-#: The input (PRA) and output (CMAC) transforms; ``pra`` and ``output_transform`` spell them out as adders.
-B_T = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], dtype=np.int64)
-A_T = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.int64)
-
 
 # ---- mode ------------------------------------------------------------------------------------------------
 def conv_mode(regs: Mapping[str, RegView], hw: HwConfig) -> int:
@@ -424,7 +420,7 @@ def run(ctx: OpContext) -> np.ndarray:
 
 
 __all__ = [
-    "A_T", "B_T", "CONV_MODE_WINOGRAD", "WinogradGeometry", "conv_mode", "decode", "extend_channels",
+    "CONV_MODE_WINOGRAD", "WinogradGeometry", "conv_mode", "decode", "extend_channels",
     "input_tiles", "output_transform", "pack_weights", "pra", "run", "unpack_weights", "weight_element_offsets",
     "winograd_sums",
 ]

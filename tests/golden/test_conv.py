@@ -237,6 +237,59 @@ def test_cacc_truncation_rounds_half_away_and_saturates():
     assert saturated == 2
 
 
+def test_cacc_truncation_may_drop_all_16_bits_between_its_48_bit_sums_and_32_bit_output():
+    """CLIP_TRUNCATE 16 is the largest legal value (48-bit sums, 32-bit output; 17 is a cmod FAIL, see
+    test_illegal_config_names_the_field): it delivers ``sat32(rha(acc, 16))`` of the whole convolution."""
+    hw = get_config("nv_small")
+    g = geometry(64, 4, 4, 3, 3, 3)
+    rng = np.random.default_rng(16)
+    x, w = random_case(rng, hw, g)
+    words = program(hw, g, clip=16)
+    mem = Memory()
+    load(hw, g, x, w, mem, words)
+    out, _ = run_engine(hw, words, mem)
+    acc = conv_loop(x[: g.channels], w, g)
+    assert np.abs(acc).max() > 1 << 18  # the truncation keeps a few bits only
+    np.testing.assert_array_equal(out[: g.kernels], np.vectorize(lambda v: clamp(rha_int(int(v), 16), 32))(acc))
+
+
+def test_int16_weights_are_told_apart_by_every_byte():
+    """Weights are unpacked once per distinct weight bytes (a network's layers repeat): two int16 layers whose
+    packed weights differ only in their last element must each convolve with their own weights."""
+    from regressions.lib.programs.conv_wide import pack_weights16
+
+    hw = get_config("nv_full")
+    rng = np.random.default_rng(206)
+    w1 = rng.integers(-32768, 32768, (5, 20, 2, 3))
+    w2 = w1.copy()
+    w2[-1, -1, -1, -1] ^= 0x5A5
+    raw1, raw2 = pack_weights16(w1, hw), pack_weights16(w2, hw)
+    half = len(raw1) // 2
+    assert raw1[:half] == raw2[:half] and raw1 != raw2
+    g = ConvGeometry(20, 1, 1, 5, 2, 3, 1, 1, dtype="int16")
+    for w, raw in ((w1, raw1), (w2, raw2), (w1, raw1)):
+        np.testing.assert_array_equal(unpack_weights(np.frombuffer(raw, dtype=np.uint8), g, hw), w)
+
+
+def test_int16_sums_that_can_reach_the_48_bit_assembly_limit_are_refused():
+    """CACC assembles int16 partial sums in 48 bits and saturates step by step, in an order not modelled: a
+    convolution whose exact bound sum |w| * |x| over all C * R * S taps reaches 2^47 is refused, one just below
+    it is computed exactly. 128 channels of a 32x32 kernel at -2^15 * -2^15 = 2^30 are exactly 2^47."""
+    from golden.engines.conv_datapath import cacc_cube
+
+    hw = get_config("nv_full")
+    g = ConvGeometry(128, 32, 32, 1, 32, 32, 1, 1, dtype="int16")
+    x = np.full((128, 32, 32), -32768, dtype=np.int64)
+    w = np.full((1, 128, 32, 32), -32768, dtype=np.int64)
+    with pytest.raises(UnsupportedError) as info:
+        cacc_cube(hw, x, w, g, 16)
+    assert info.value.unit == "CACC"
+    x[5, 7, 9] = 0  # one product less: 2^47 - 2^30
+    out, saturated = cacc_cube(hw, x, w, g, 16)
+    assert out[0, 0, 0] == rha_int((1 << 47) - (1 << 30), 16) and saturated == 0
+    assert not out[1:].any()
+
+
 # ---- the convolution --------------------------------------------------------------------------------
 CASES = {
     "plain": geometry(5, 4, 6, 3, 3, 3),

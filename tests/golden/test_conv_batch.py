@@ -170,3 +170,117 @@ def test_batched_sdp_output_goes_to_memory_only():
     assert info.value.where == "SDP.D_FEATURE_MODE_CFG.OUTPUT_DST"
     with pytest.raises(ConfigError, match="CACC delivers"):
         conv_batch.sdp_batches(sdp_context(FLYING_MODE=1, BATCH_NUMBER=2), lambda c: None)
+
+
+# ---- precision-dependent sizes, odd line strides, the smallest batches, EW modes -------------------------------
+def int16_batched(xs: np.ndarray, w: np.ndarray, dst_surface_gap: int = 0) -> tuple[programs.LayerTest, int]:
+    """A batched int16 convolution of ``xs`` (N, C, H, W): the compiler's 16-bit single-batch program with the
+    batch registers added as ``emit_batch_conv`` adds them (CDMA/CSC/CACC BATCHES, both batch strides, SDP
+    BATCH_NUMBER) and CACC's output address/line stride programmed like SDP's. ``dst_surface_gap`` bytes are
+    left between SDP's output surfaces. Returns the program and its output batch stride."""
+    from regressions.lib.programs import DST_BASE, SRC_BASE
+    from regressions.lib.programs.conv_wide import WideConvLayer, atom16, pack16, program_conv_wide
+
+    n = xs.shape[0]
+    p = program_conv_wide(HW, WideConvLayer(x=xs[0], w=w, precision="int16"))
+    words = dict(p.writes)
+    src = [pack16(x, atom16(HW)) for x in xs]
+    src_stride = -(-len(src[0]) // 64) * 64
+    surf = words["NVDLA_SDP.D_DST_SURFACE_STRIDE_0"] + dst_surface_gap
+    dst_stride = -(-(-(-w.shape[0] // atom16(HW)) * surf) // 64) * 64
+    p.memory = [(SRC_BASE + b * src_stride, src[b]) for b in range(n)] + [m for m in p.memory if m[0] != SRC_BASE]
+    p.output = (DST_BASE, n * dst_stride)
+    batch = [(f"NVDLA_{u}.D_BATCH_NUMBER_0", n - 1) for u in ("CDMA", "CSC", "CACC")] + [
+        ("NVDLA_CDMA.D_BATCH_STRIDE_0", src_stride), ("NVDLA_SDP.D_DST_BATCH_STRIDE_0", dst_stride),
+        ("NVDLA_CACC.D_DATAOUT_ADDR_0", DST_BASE),
+        ("NVDLA_CACC.D_LINE_STRIDE_0", words["NVDLA_SDP.D_DST_LINE_STRIDE_0"])]
+    mode = UNITS["SDP"].register("D_FEATURE_MODE_CFG")
+    writes = []
+    for name, value in p.writes:
+        if name == mode.full_name:
+            value |= mode.field("BATCH_NUMBER").encode(n - 1)
+        elif name == "NVDLA_SDP.D_DST_SURFACE_STRIDE_0":
+            value = surf
+        elif name.endswith(".D_OP_ENABLE_0") and batch:
+            writes, batch = writes + batch, []
+        writes.append((name, value))
+    return p.with_writes(writes), dst_stride
+
+
+def int16_layer(n: int = 2, c: int = 24, k: int = 20, seed: int = 11) -> tuple[np.ndarray, np.ndarray]:
+    """int16 batches whose C and K (above 16) take two 16-channel surfaces, one 32-channel int8 atom."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(-3000, 3000, (n, c, 3, 4)), rng.integers(-300, 300, (k, c, 2, 2))
+
+
+def test_int16_batches_each_equal_their_unbatched_convolution():
+    """Batch mode is not int8-only: int16 batches (two 16-channel surfaces each) are their own convolutions."""
+    from regressions.lib.programs.conv_wide import WideConvLayer, program_conv_wide
+
+    xs, w = int16_layer()
+    program, dst_stride = int16_batched(xs, w)
+    got = program.run(Dla(HW))
+    for b in range(2):
+        alone = program_conv_wide(HW, WideConvLayer(x=xs[b], w=w, precision="int16")).run(Dla(HW))
+        assert got[b * dst_stride : b * dst_stride + len(alone)] == alone
+    assert any(got[dst_stride : dst_stride + 64])
+
+
+def test_int16_input_batch_stride_counts_16_channel_surfaces():
+    """BATCH_STRIDE may not be below SURF_STRIDE * surfaces (cmod FAIL), surfaces counted in the input's own
+    atoms: 24 int16 channels are two 16-channel surfaces, so one surface of stride overlaps the batches."""
+    xs, w = int16_layer()
+    program, _ = int16_batched(xs, w)
+    surf = dict(program.writes)["NVDLA_CDMA.D_SURF_STRIDE_0"]
+    with pytest.raises(ConfigError) as info:
+        patched(program, CDMA__D_BATCH_STRIDE=dict(BATCH_STRIDE=surf)).run(Dla(HW))
+    assert info.value.where == "CDMA.D_BATCH_STRIDE.BATCH_STRIDE"
+    patched(program, CDMA__D_BATCH_STRIDE=dict(BATCH_STRIDE=2 * surf)).run(Dla(HW))  # two surfaces: legal
+
+
+def test_int16_output_pairing_is_checked_on_every_16_channel_surface():
+    """CACC counts output lines on through its surfaces; SDP starts each surface at its SURFACE_STRIDE. With
+    int16 output 20 kernels are two surfaces: a 32-byte gap before the second one puts its lines off the 64-byte
+    phase CACC pairs them in (refused), a 64-byte gap keeps it (legal)."""
+    xs, w = int16_layer()
+    with pytest.raises(UnsupportedError) as info:
+        int16_batched(xs, w, dst_surface_gap=32)[0].run(Dla(HW))
+    assert info.value.unit == "CACC"
+    int16_batched(xs, w, dst_surface_gap=64)[0].run(Dla(HW))
+
+
+def test_odd_output_width_batches_pair_lines_alike():
+    """Output lines of 3 atoms (96 bytes) alternate between 64-byte aligned and not, for CACC's line count and
+    SDP's line stride alike: a legal batched program whose batches equal their unbatched convolutions."""
+    lay = layer(n=2, w=5, k=9)
+    assert lay.output_hw()[1] == 3
+    got = programs_image.program_batch_conv(HW, lay).run(Dla(HW))
+    _, dst_stride = lay.batch_strides(HW)
+    for b in range(2):
+        alone = unbatched(lay, b)
+        assert got[b * dst_stride : b * dst_stride + len(alone)] == alone
+
+
+def test_two_batches_of_one_line_may_not_overlap():
+    """The smallest batched output, two batches of one line on one surface, still needs DST_BATCH_STRIDE to
+    keep the lines apart: 32 bytes is below a 4-atom line."""
+    lay = layer(n=2, c=8, h=1, k=9)
+    assert lay.output_hw() == (1, 4)
+    program = programs_image.program_batch_conv(HW, lay)
+    program.run(Dla(HW))
+    with pytest.raises(ConfigError) as info:
+        patched(program, SDP__D_DST_BATCH_STRIDE=dict(DST_BATCH_STRIDE=32)).run(Dla(HW))
+    assert info.value.where == "SDP.D_DST_BATCH_STRIDE.DST_BATCH_STRIDE"
+
+
+def test_batched_sdp_refuses_only_an_active_eql_compare():
+    """The cmod asserts EW EQL mode off in batch mode; an EW stage whose ALU is bypassed (ALGO left at EQL)
+    compares nothing and is legal: with the multiplier bypassed too it leaves the output unchanged."""
+    lay = layer(n=2, k=9)
+    program = programs_image.program_batch_conv(HW, lay)
+    want = program.run(Dla(HW))
+    eql = dict(EW_BYPASS=0, EW_ALU_BYPASS=0, EW_ALU_ALGO=3, EW_MUL_BYPASS=1, EW_LUT_BYPASS=1)
+    with pytest.raises(ConfigError) as info:
+        patched(program, SDP__D_DP_EW_CFG=eql).run(Dla(HW))
+    assert info.value.where == "SDP.D_DP_EW_CFG.EW_ALU_ALGO"
+    assert patched(program, SDP__D_DP_EW_CFG=dict(eql, EW_ALU_BYPASS=1)).run(Dla(HW)) == want

@@ -4,6 +4,8 @@ over drawn geometries and values: exponent spreads wide enough to shift products
 pad values, strides, dilations, partial last slices."""
 from __future__ import annotations
 
+import importlib.util
+
 import numba
 import numpy as np
 from hypothesis import given, settings
@@ -168,3 +170,31 @@ def test_branch_free_cacc_add_equals_the_array_code() -> None:
     want_e, want_m = F.cacc_add(ae, am, me, mm)
     np.testing.assert_array_equal(got_e, want_e)
     np.testing.assert_array_equal(got_m, want_m)
+
+
+def _uncompiled_module():
+    """A fresh copy of ``conv_fp16_jit`` that ``kernel`` never compiled: its functions are the plain Python
+    (with the int versions of ``_clz``/``_ctz``) they are in any process before the first fp16 convolution."""
+    spec = importlib.util.spec_from_file_location("conv_fp16_jit_uncompiled", jit.__file__)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_uncompiled_cacc_add_gives_the_same_bits() -> None:
+    """Until ``kernel`` compiles them the functions run as plain Python and must give the same bits (module
+    docstring): plain ``cacc_add`` (normalizing through ``_lead``/``_clz``) against ``conv_fp16.cacc_add`` on
+    MAC words of every width, zero words and accumulators, and exponent gaps beyond 40."""
+    plain = _uncompiled_module()
+    rng = np.random.default_rng(4)
+    n = 4000
+    width = rng.integers(0, 38, n)
+    mm = np.where(rng.random(n) < 0.05, 0, rng.integers(-(1 << 62), 1 << 62, n) >> (62 - width))
+    mm = np.clip(mm, -(1 << 37), (1 << 37) - 1)
+    am = np.where(rng.random(n) < 0.05, 0, rng.integers(-(1 << 62), 1 << 62, n) >> (62 - rng.integers(0, 40, n)))
+    ae, me = rng.integers(0, 255, n), 4 * rng.integers(0, 15, n)
+    got = np.array([plain.cacc_add(int(a), int(b), int(c), int(d)) for a, b, c, d in zip(ae, am, me, mm)])
+    want_e, want_m = F.cacc_add(ae, am, me, mm)
+    np.testing.assert_array_equal(got[:, 0], want_e)
+    np.testing.assert_array_equal(got[:, 1], want_m)

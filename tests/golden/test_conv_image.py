@@ -354,6 +354,26 @@ def test_illegal_programs_name_the_field(key, fields, where):
     assert info.value.where.startswith(where)
 
 
+def test_weights_kept_for_reuse_may_fill_the_weight_banks_exactly():
+    """SKIP_WEIGHT_RLS keeps the weights in the CBUF for the next layer, so WEIGHT_BYTES must fit the weight
+    banks: exactly one bank (512 x 8 bytes on nv_small) fits and convolves as usual, one CBUF word more does
+    not."""
+    hw = get_config("nv_small")
+    layer = layer_for(hw, fmt=12, s=2)
+    program = programs_image.program_image_conv(hw, layer)
+    bank = hw.cbuf_bank_depth * hw.cbuf_bank_width
+    keep = dict(CDMA__D_MISC_CFG=dict(SKIP_WEIGHT_RLS=1), CDMA__D_BANK=dict(WEIGHT_BANK=0),
+                CSC__D_BANK=dict(WEIGHT_BANK=0))
+    out, _ = engine(hw, program, **keep, CDMA__D_WEIGHT_BYTES=dict(WEIGHT_BYTES=bank),
+                    CSC__D_WEIGHT_BYTES=dict(WEIGHT_BYTES=bank))
+    assert np.array_equal(out[: layer.w.shape[0]], pixel_conv(layer, hw))
+    more = bank + hw.cbuf_bank_width
+    with pytest.raises(ConfigError) as info:
+        engine(hw, program, **keep, CDMA__D_WEIGHT_BYTES=dict(WEIGHT_BYTES=more),
+               CSC__D_WEIGHT_BYTES=dict(WEIGHT_BYTES=more))
+    assert info.value.where == "CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS"
+
+
 def test_16bit_lanes_need_the_converter_on_an_int8_datapath():
     hw = get_config("nv_full")
     program = programs_image.program_image_conv(hw, layer_for(hw, fmt=3, cvt=(0, 1, 8)))

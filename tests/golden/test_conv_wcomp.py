@@ -166,6 +166,51 @@ def test_a_kernel_group_mask_larger_than_the_wmb_bank_is_unsupported():
         wc.read_weights(NV_FULL, mem, regs_for(NV_FULL, wmb_bytes=len(wmb), weight_bytes=128), 1, n, "int8")
 
 
+def test_the_cdma_takes_one_wgs_word_per_kernel_group_only():
+    """33 int8 kernels are two groups of atomic K: two WGS words. Whatever follows them in memory (the rest of
+    their 32-byte atom, the next table) is no group's size and cannot make the WGS promise too much."""
+    values, (wmb, stream, wgs) = _case()
+    mem = Memory()
+    load(mem, wmb, stream, wgs[:8] + b"\xff" * 24 + b"\xff" * 4096)
+    raw = wc.read_weights(NV_FULL, mem, regs_for(NV_FULL, wmb_bytes=len(wmb), weight_bytes=len(stream)),
+                          33, 100, "int8")
+    assert raw.view(np.int8).tolist() == values
+
+
+def test_a_large_mask_in_small_groups_is_supported():
+    """The WMB-bank limit is per kernel group: 128 kernels of 32x7x7 int8 weights are a 196-entry mask, but
+    each 32-kernel group spans only 49 entries, so the whole mask streams through the bank group by group."""
+    per_kernel = 32 * 7 * 7
+    values = [0] * (128 * per_kernel)
+    for i in range(0, len(values), 997):
+        values[i] = i % 200 - 100 or 1
+    wmb, stream, wgs = compress_loop(values, 1, 32 * per_kernel)
+    assert len(wmb) // wc.ENTRY_BYTES == 196
+    mem = Memory()
+    load(mem, wmb, stream, wgs)
+    raw = wc.read_weights(NV_FULL, mem, regs_for(NV_FULL, wmb_bytes=len(wmb), weight_bytes=len(stream)),
+                          128, per_kernel, "int8")
+    assert raw.view(np.int8).tolist() == values
+
+
+@pytest.mark.parametrize("kept", [[3299], list(range(3299 - 127 * 25, 3300, 25))], ids=["last-only", "one-entry"])
+def test_kept_count_is_the_number_of_mask_bits(kept):
+    """WEIGHT_BYTES is the kept elements in whole 128-byte entries: a mask keeping only the last element has a
+    one-entry stream; 128 kept int8 elements (the last one among them) fill exactly one entry."""
+    values = [0] * 3300
+    for n, i in enumerate(kept):
+        values[i] = (n % 250) - 125 or 7
+    wmb, stream, wgs = compress_loop(values, 1, 32 * 100)
+    assert len(stream) == 128
+    mem = Memory()
+    load(mem, wmb, stream, wgs)
+    raw = wc.read_weights(NV_FULL, mem, regs_for(NV_FULL, wmb_bytes=len(wmb), weight_bytes=128), 33, 100, "int8")
+    assert raw.view(np.int8).tolist() == values
+    with pytest.raises(ConfigError) as info:
+        wc.read_weights(NV_FULL, mem, regs_for(NV_FULL, wmb_bytes=len(wmb), weight_bytes=256), 33, 100, "int8")
+    assert info.value.where == "CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES"
+
+
 def test_configs_without_compression_refuse_it():
     for name in ("nv_small", "nv_large"):
         hw = get_config(name)

@@ -300,6 +300,19 @@ def test_illegal_programs_name_the_field(overrides, where):
     assert where in info.value.where
 
 
+def test_strided_padded_height_is_whole_tiles_of_every_stride_phase():
+    """With CONV_Y_STRIDE 2 the CDMA splits the padded rows into two stride phases, each whole 4-row tiles: a
+    padded height of 16 is legal, 12 (a multiple of 4 but not of 4 * 2) is refused naming PAD_BOTTOM, even when
+    every other register agrees with the 6 extended rows it would give."""
+    legal = layer("int8", c=8, h=9, w=13, k=3, stride=(2, 2), pad=(2, 1, 5, 2))
+    assert pw.program_winograd(NV_FULL, legal).run(Dla(NV_FULL))
+    short = layer("int8", c=8, h=9, w=13, k=3, stride=(2, 2), pad=(2, 1, 1, 2))
+    assert short.ext_hw() == (6, 8)
+    with pytest.raises(ConfigError) as info:
+        pw.program_winograd(NV_FULL, short).run(Dla(NV_FULL))
+    assert info.value.where == "CDMA.D_ZERO_PADDING.PAD_BOTTOM"
+
+
 def test_big_input_needs_data_banks():
     """A legal layer whose extended input does not fit one data bank is refused with D_BANK.DATA_BANK."""
     lay = layer("int16", c=64, h=28, w=28, k=1, pad=(2, 2, 2, 2), out_hw=(28, 28), lim=4)

@@ -89,3 +89,18 @@ def test_in_place_pooling_is_one_pass(monkeypatch, blocks):
     whole, parts = one_pass_and_blocks(monkeypatch, lambda: test_pdp.run_pdp(x, kernel=(2, 2), stride=(2, 2)))
     assert np.array_equal(whole, parts)
     assert blocks == [False]
+
+
+def test_blocks_start_above_chunk_elements_of_the_whole_cube(monkeypatch, blocks):
+    """The block path bounds memory by the input cube's element count, padded channels x height x width: a
+    cube of exactly CHUNK_ELEMENTS is pooled in one pass, one element more in blocks, and both give the 2x2
+    maxima of the cube."""
+    x = RNG.integers(-128, 128, size=(24, 16, 12))
+    want = x.reshape(24, 8, 2, 6, 2).max(axis=(2, 4))
+    outs = []
+    for limit in (x.size, x.size - 1):
+        monkeypatch.setattr(pdp_engine, "CHUNK_ELEMENTS", limit)
+        outs.append(test_pdp.run_pdp(x, channels=19, kernel=(2, 2), stride=(2, 2)))
+        assert np.array_equal(outs[-1][:19], want[:19])
+    assert np.array_equal(outs[0], outs[1])
+    assert blocks == [True]  # the limit itself: one pass (no block run); one below: blocks
