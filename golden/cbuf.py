@@ -44,9 +44,6 @@ from golden.errors import UnsupportedError
 from golden.memory import Memory
 from golden.regs import RegView
 
-#: CSC's register of slices left: ``DATAIN_HEIGHT_EXT - RLS_SLICES`` in 14 bits (``NV_NVDLA_CSC_sg.v``).
-_SLICE_BITS = 14
-
 
 @dataclass
 class _Weights:

@@ -54,8 +54,8 @@ OP_OBSERVERS: list = []
 
 def cfgrom_values(hw: HwConfig) -> dict[str, int]:
     """CFGROM words describing ``hw``: the RDL reset values with the config's own sizes and units."""
-    regs = register_map("small").unit("CFGROM").registers
-    values = {r.name: r.reset for r in regs}
+    regs = {r.name: r for r in register_map("small").unit("CFGROM").registers}
+    values = {name: r.reset for name, r in regs.items()}
     present = hw.units | {"CIF", "CBUF"}
     types = sum(CFGROM_TYPE_BITS[t] for t in hw.feature_types)
     wtypes = sum(CFGROM_TYPE_BITS[t] for t in hw.weight_types)
@@ -90,7 +90,7 @@ def cfgrom_values(hw: HwConfig) -> dict[str, int]:
         elif key == "BASE_WIDTH" and unit == "CIF":
             values[name] = hw.primary_memif_width // 8
         elif key == "BASE_MEM_ADDR_WIDTH":
-            values[name] = hw.mem_address_width
+            values[name] = regs[name].field("CIF_BASE_MEM_ADDR_WIDTH").encode(hw.mem_address_width)  # [31:5]
         elif key == "CAP_COMPAT" and unit == "SDP":
             values[name] = sum(bit for attr, bit in CFGROM_SDP_CAPS.items() if getattr(hw, attr))
         elif key in ("BS_THROUGHPUT", "BN_THROUGHPUT", "EW_THROUGHPUT"):

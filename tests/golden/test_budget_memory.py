@@ -87,3 +87,17 @@ def test_a_cube_beyond_the_budget_is_refused_before_its_offsets(budget) -> None:
     cube = CubeLayout(8192, 8192, 8192, 8192 * 32, 8192 * 8192 * 32, 32)
     with pytest.raises(MemoryBudgetError, match=r"feature cube 8192x8192x8192 as int64 offsets and values: 8 TiB"):
         read_cube(Memory().dram, 0x8000_0000, cube)
+
+
+def test_a_wide_scatter_counts_each_new_page_once(budget) -> None:
+    """A scatter wider than one span goes page by page: each page it allocates counts once against the
+    budget, so three far-apart pages fit a four-page budget and leave room for exactly one more."""
+    budget(4 * PAGE_SIZE)
+    mem = Memory()
+    offsets = np.arange(3, dtype=np.int64) * (128 << 20)
+    mem.dram.scatter(0, offsets, np.full(3, 7, dtype=np.uint8))
+    assert mem.dram.allocated_bytes() == 3 * PAGE_SIZE
+    assert (mem.dram.gather(0, offsets) == 7).all()
+    mem.cvsram.write(0, b"\x01")  # the fourth page (both memories share the budget)
+    with pytest.raises(MemoryBudgetError, match=r"pri_mem write at 0x40000000"):
+        mem.dram.write(1 << 30, b"\x01")

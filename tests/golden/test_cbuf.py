@@ -125,6 +125,16 @@ def test_data_reuse_of_another_shape_is_refused() -> None:
         _in_sequence(_program(a, D_MISC_CFG=SKIP_DATA_RLS), _program(b, 1, D_MISC_CFG=DATA_REUSE))
 
 
+def test_data_reuse_refusal_counts_entries_per_slice_as_the_hardware_does() -> None:
+    """D_ENTRY_PER_SLICE.ENTRIES holds entries - 1. On nv_small an entry is one 8-channel int8 atom, so a
+    20-channel line takes ceil(20 / 8) = 3 entries per pixel: 18 for the 6-wide resident cube, 15 for a 5-wide
+    one; the refusal reports those counts and the 6 slices SKIP_DATA_RLS kept."""
+    a, b = _layer(1), _layer(2, w=5)
+    with pytest.raises(ConfigError, match=r"6x6x20 input \(18 entries per slice, 6 slices held\) as a 5x6x20 cube "
+                                          r"\(15 entries per slice\)"):
+        _in_sequence(_program(a, D_MISC_CFG=SKIP_DATA_RLS), _program(b, 1, D_MISC_CFG=DATA_REUSE))
+
+
 def test_compiler_fetches_exactly_the_entries_the_kernels_span() -> None:
     for hw in (get_config("nv_small"), get_config("nv_full")):
         entry = codegen_conv.cbuf_geometry(hw)[0]

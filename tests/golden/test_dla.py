@@ -115,9 +115,10 @@ def test_lut_access_writes_auto_increment(dla):
     assert dla.read("NVDLA_SDP.S_LUT_ACCESS_DATA_0") == 0xFFFF
 
 
-def test_cfgrom_unit_descriptors_equal_nvdla_nv_small_rom():
-    """Every ``*_DESC`` word (length << 16 | unit id) golden reads for nv_small equals NVDLA's own nv_small ROM
-    (``NV_NVDLA_CFGROM_rom.v`` of the shared RTL: its read mux, offset -> value)."""
+def test_cfgrom_equals_nvdla_nv_small_rom_word_for_word():
+    """Every CFGROM word golden reads for nv_small (unit descriptors, sizes, data types, capabilities) equals
+    NVDLA's own nv_small ROM (``NV_NVDLA_CFGROM_rom.v`` of the shared RTL: its read mux, offset -> value), so
+    software probing the ROM sees the same machine on golden as on NVDLA's RTL."""
     from golden.regs import UNITS
 
     rom_v = DEFAULT_SHARED / "rtl" / "nv_small" / "vmod" / "nvdla" / "cfgrom" / "NV_NVDLA_CFGROM_rom.v"
@@ -126,10 +127,20 @@ def test_cfgrom_unit_descriptors_equal_nvdla_nv_small_rom():
     rom = {int(a, 16): int(v, 16) for a, v in
            re.findall(r"\(32'h([0-9a-f]+) & 32'h00000fff\): reg_rd_data = 32'h([0-9a-f]+)", rom_v.read_text())}
     dla = Dla(get_config("nv_small"))
-    descs = [r for r in UNITS["CFGROM"].registers if r.name.endswith("_DESC")]
-    assert len(descs) >= 14
-    got = {r.name: dla.read(f"NVDLA_CFGROM.{r.name}_0") for r in descs}
-    assert got == {r.name: rom[r.offset] for r in descs}
+    words = UNITS["CFGROM"].registers
+    assert sum(r.name.endswith("_DESC") for r in words) >= 14 and len(rom) >= len(words)
+    got = {r.name: dla.read(f"NVDLA_CFGROM.{r.name}_0") for r in words}
+    assert got == {r.name: rom[r.offset] for r in words}
+
+
+def test_cfgrom_memory_interface_words_place_their_fields():
+    """CIF_BASE_WIDTH is the primary memory interface in bytes (field [7:0]); CIF_BASE_MEM_ADDR_WIDTH holds the
+    address width in bits in field [31:5], so its word is width << 5 (NVDLA's nv_small ROM: 32 -> 0x400)."""
+    small, large = Dla(get_config("nv_small")), Dla(get_config("nv_large"))
+    assert small.read("NVDLA_CFGROM.CFGROM_CIF_BASE_WIDTH_0") == 64 // 8
+    assert small.read("NVDLA_CFGROM.CFGROM_CIF_BASE_MEM_ADDR_WIDTH_0") == 32 << 5
+    assert large.read("NVDLA_CFGROM.CFGROM_CIF_BASE_WIDTH_0") == 256 // 8
+    assert large.read("NVDLA_CFGROM.CFGROM_CIF_BASE_MEM_ADDR_WIDTH_0") == 64 << 5
 
 
 def test_cfgrom_describes_the_config():

@@ -15,6 +15,7 @@ LAYOUTS = [
     CubeLayout(17, 2, 3, 100, 300, 16, 2),  # int16, odd strides
     CubeLayout(40, 2, 2, 32, 64, 8),  # 5 surfaces, 16 B of gap after each
     CubeLayout(16, 3, 2, 8, 64, 8),  # lines overlap (stride < line): the offset arrays decide
+    CubeLayout(24, 2, 1, 16, 8, 8),  # surfaces overlap other surfaces' lines (surface 2 line 0 = surface 0 line 1)
 ]
 
 
@@ -40,5 +41,23 @@ def test_views_move_the_same_bytes_as_the_offset_arrays(layout: CubeLayout) -> N
 
 
 def test_overlapping_layouts_take_the_offset_path() -> None:
-    assert _span_view(LAYOUTS[-1], np.zeros(LAYOUTS[-1].span(), np.uint8)) is None
+    for overlapping in LAYOUTS[-2:]:
+        assert _span_view(overlapping, np.zeros(overlapping.span(), np.uint8)) is None
     assert _span_view(LAYOUTS[1], np.zeros(LAYOUTS[1].span(), np.uint8)) is not None
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=[f"{i}" for i in range(len(LAYOUTS))])
+def test_span_ends_one_past_the_last_byte(layout: CubeLayout) -> None:
+    """``span`` is the bytes from the base to one past the cube's last byte: the highest element
+    (C_pad - 1, H - 1, W - 1) sits at (S - 1) * surf + (H - 1) * line + (W - 1) * atom * bpe + (atom - 1) * bpe
+    and is bpe bytes long (NVDLA_NOTES §3)."""
+    last = ((layout.surfaces - 1) * layout.surf_stride + (layout.height - 1) * layout.line_stride
+            + (layout.width - 1) * layout.atom * layout.bpe + (layout.atom - 1) * layout.bpe)
+    assert layout.span() == last + layout.bpe == int(layout.byte_offsets().max()) + 1
+
+
+def test_an_empty_cube_spans_nothing() -> None:
+    """A cube without channels, lines or pixels occupies no bytes, whatever its strides."""
+    assert CubeLayout(0, 3, 5, 64, 256, 8).span() == 0
+    assert CubeLayout(8, 0, 2, 64, 256, 8).span() == 0
+    assert CubeLayout(8, 3, 0, 64, 256, 8).span() == 0

@@ -3,6 +3,7 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
+import pytest
 
 from golden.layout import CubeLayout, read_cube, write_cube
 from golden.memory import PAGE_SIZE, Memory
@@ -66,3 +67,26 @@ def test_rha_rounds_half_away_and_is_exact_for_huge_shifts():
     assert rha(-big, 1023) == 0 and rha(big, 64) == 0 and rha(1 << 62, 63) == 1
     arr = rha(np.array([7, -7, 7, 1 << 61]), np.array([1, 1, -1, 1000]))
     assert arr.tolist() == [4, -4, 14, 0]
+
+
+def test_fill_without_a_value_zeroes():
+    """``Memory.fill(addr, size)`` is mem_init ALL_ZERO: written bytes in the range read 0 afterwards, the
+    bytes around it keep their values."""
+    mem = Memory()
+    mem.write(0x1000, b"\xAA" * 64)
+    mem.fill(0x1010, 32)
+    assert mem.read(0x1000, 64).tobytes() == b"\xAA" * 16 + bytes(32) + b"\xAA" * 16
+
+
+def test_negative_addresses_and_sizes_are_refused():
+    """No DMA address or size is negative: one that is (an underflowed base + offset) is a model error,
+    refused rather than read as zeros or written to a page no address maps to; strided accesses over a
+    narrow span refuse it like contiguous ones."""
+    mem = Memory()
+    with pytest.raises(ValueError, match="negative address or size"):
+        mem.fill(0x1000, -1, 0x5A)
+    with pytest.raises(ValueError, match="negative address or size"):
+        mem.dram.gather(-8, np.arange(4))
+    with pytest.raises(ValueError, match="negative address or size"):
+        mem.dram.scatter(-8, np.arange(4), np.ones(4, dtype=np.uint8))
+    assert mem.dram.allocated_bytes() == 0
