@@ -23,9 +23,17 @@ and in the generated headers ``rtl/generated/*.vh`` are left out):
   ``hit + len(uncovered_lines) == total``.
 - **branch**: ``branch`` points (if/else arms, case items) hit.
 - **toggle**: toggle points (one per bit and direction, ``sig[3]:0->1``) hit.
+
+NVDLA's own RTL (the named DUT ``nvdla-nv_small``, its root resolved as ``tb.duts`` does: ``$NVDLA_RTL``,
+``$DLA_NVDLA_NV_SMALL_FILELIST``, else ``../shared/nvdla/rtl/nv_small``) is reduced the same way, per file
+(keys relative to that root, ``vmod/nvdla/cdma/NV_NVDLA_CDMA_dc.v``) and per **unit**: the folder under
+``vmod/nvdla/`` (cdma, csc, cmac, cacc, sdp, pdp, cdp, cbuf, glb, csb_master, nocif, cfgrom, car, top; nv_small has
+no bdma), or for NVDLA's shared libraries the folder under ``vmod/`` (fifos, rams, vlibs). Its sources are never
+copied or annotated here: the uncovered lines are listed instead (``nvdla-uncovered.json``).
 """
 from __future__ import annotations
 
+import json
 import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -43,6 +51,14 @@ NO_COVERAGE_SIMULATORS = ("icarus",)
 LINE_TYPES = ("line", "branch")
 #: Files under ``rtl/`` left out: generated headers (register defines, no logic of ours).
 EXCLUDED = ("rtl/generated/*.vh",)
+#: The named DUT whose RTL is reduced per unit (``tb.duts.NAMED_DUTS``).
+NVDLA_DUT = "nvdla-nv_small"
+#: NVDLA's units in datapath order (``vmod/nvdla/<unit>``; nv_small has no bdma/rubik), then its shared libraries
+#: (``vmod/<dir>``): the report's row order. Units not named here sort after them.
+NVDLA_UNITS = ("cdma", "csc", "cmac", "cacc", "sdp", "pdp", "cdp", "cbuf", "bdma", "rubik", "glb", "csb_master",
+               "nocif", "cfgrom", "car", "top", "fifos", "rams", "vlibs")
+#: Uncovered lines shown per unit in the Markdown/HTML report (the JSON artifact has them all).
+REPORT_UNCOVERED = 40
 
 
 @dataclass
@@ -134,24 +150,169 @@ def _lines(keys: dict[str, str]) -> list[int]:
     return sorted(out)
 
 
+def nvdla_root() -> Path | None:
+    """The root of NVDLA's nv_small RTL (the folder of its file list, holding ``vmod/``), as ``tb.duts`` resolves
+    it (env overrides applied), or None when that cannot be resolved. It need not exist."""
+    from tb.duts import DutError, dut_filelist
+
+    try:
+        filelist = dut_filelist(NVDLA_DUT)
+    except DutError:
+        return None
+    return None if filelist is None else filelist.parent.resolve()
+
+
+def nvdla_unit(rel: str) -> str:
+    """The unit of a file of NVDLA's RTL (``rel`` relative to its root): the folder under ``vmod/nvdla/``, or for
+    the shared libraries the folder under ``vmod/`` (``fifos``, ``rams``, ``vlibs``); ``other`` elsewhere."""
+    parts = Path(rel).parts
+    if len(parts) > 3 and parts[:2] == ("vmod", "nvdla"):
+        return parts[2]
+    if len(parts) > 2 and parts[0] == "vmod":
+        return parts[1]
+    return "other"
+
+
+def unit_order(unit: str) -> tuple[int, str]:
+    return (NVDLA_UNITS.index(unit) if unit in NVDLA_UNITS else len(NVDLA_UNITS), unit)
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A source tree whose files are reduced: ``name`` (``rtl``, ``nvdla``), its ``root``, the folder its keys are
+    relative to (``base``) and patterns of keys left out."""
+
+    name: str
+    root: Path
+    base: Path
+    excluded: tuple[str, ...] = ()
+
+
+def default_trees(nvdla: bool = True) -> list[Tree]:
+    """Our ``rtl/`` (keys relative to the repository) and, when resolvable, NVDLA's nv_small RTL (keys relative to
+    its root)."""
+    trees = [Tree("rtl", RTL_ROOT.resolve(), RTL_ROOT.resolve().parent, EXCLUDED)]
+    root = nvdla_root() if nvdla else None
+    if root is not None:
+        trees.append(Tree("nvdla", root, root))
+    return trees
+
+
+class Classifier:
+    """Point name -> (tree, file key, type, source lines), memoised: every simulation of one build writes the
+    same point names, so each is parsed once per process (NVDLA's nv_small has millions)."""
+
+    def __init__(self, trees: Iterable[Tree]) -> None:
+        self.trees = list(trees)
+        self._files: dict[str, tuple[str, str] | None] = {}
+        self._points: dict[str, tuple[str, str, str, tuple[int, ...]] | None] = {}
+
+    def file(self, fname: str) -> tuple[str, str] | None:
+        if fname not in self._files:
+            path = Path(fname).resolve()
+            found = None
+            for tree in self.trees:
+                if path.is_relative_to(tree.root):
+                    rel = str(path.relative_to(tree.base))
+                    if not any(fnmatch(rel, pat) for pat in tree.excluded):
+                        found = (tree.name, rel)
+                    break
+            self._files[fname] = found
+        return self._files[fname]
+
+    def point(self, name: str) -> tuple[str, str, str, tuple[int, ...]] | None:
+        try:
+            return self._points[name]
+        except KeyError:
+            pass
+        keys = point_keys(name)
+        kind = keys.get("t", "")
+        where = self.file(keys.get("f", "")) if kind in (*LINE_TYPES, "toggle") else None
+        out = None if where is None else (*where, kind, tuple(_lines(keys)) if kind != "toggle" else ())
+        self._points[name] = out
+        return out
+
+    def reduce(self, points: dict[str, int]) -> dict[str, dict[str, FileCoverage]]:
+        """Merged points -> tree name -> file key -> coverage (sorted by key)."""
+        out: dict[str, dict[str, FileCoverage]] = {t.name: defaultdict(FileCoverage) for t in self.trees}
+        for name, count in points.items():
+            hit = self.point(name)
+            if hit is not None:
+                out[hit[0]][hit[1]].add(hit[2], hit[3], count)
+        return {tree: dict(sorted(files.items())) for tree, files in out.items()}
+
+    def hit_lines(self, points: dict[str, int]) -> dict[str, dict[str, list[int]]]:
+        """The source lines each file has a hit line/branch point on (tree -> file key -> sorted lines): what one
+        simulation ran, for a map of which simulations run a line."""
+        out: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+        for name, count in points.items():
+            if count > 0:
+                hit = self.point(name)
+                if hit is not None and hit[2] != "toggle":
+                    out[hit[0]][hit[1]].update(hit[3])
+        return {tree: {rel: sorted(lines) for rel, lines in sorted(files.items())} for tree, files in out.items()}
+
+
 def per_file(points: dict[str, int], root: Path = RTL_ROOT) -> dict[str, FileCoverage]:
     """Merged points reduced to files under ``root`` (keys relative to the repository)."""
     root = root.resolve()
-    files: dict[str, FileCoverage] = defaultdict(FileCoverage)
-    resolved: dict[str, str | None] = {}
-    for name, count in points.items():
-        keys = point_keys(name)
-        fname = keys.get("f", "")
-        if fname not in resolved:
-            path = Path(fname).resolve()
-            rel = str(path.relative_to(root.parent)) if path.is_relative_to(root) else None
-            resolved[fname] = None if rel is None or any(fnmatch(rel, pat) for pat in EXCLUDED) else rel
-        rel = resolved[fname]
-        kind = keys.get("t", "")
-        if rel is None or kind not in (*LINE_TYPES, "toggle"):
-            continue
-        files[rel].add(kind, _lines(keys), count)
-    return dict(sorted(files.items()))
+    return Classifier([Tree("rtl", root, root.parent, EXCLUDED)]).reduce(points)["rtl"]
+
+
+def per_unit(files: dict[str, FileCoverage]) -> dict[str, dict]:
+    """NVDLA file coverage grouped per unit: ``{unit: {"line", "branch", "toggle": [hit, total], "files": {key:
+    summary}}}`` in ``NVDLA_UNITS`` order."""
+    units: dict[str, dict] = {}
+    for rel, cov in files.items():
+        unit = units.setdefault(nvdla_unit(rel), {"line": [0, 0], "branch": [0, 0], "toggle": [0, 0], "files": {}})
+        summary = cov.summary()
+        unit["files"][rel] = summary
+        for k in ("line", "branch", "toggle"):
+            unit[k] = [unit[k][0] + summary[k][0], unit[k][1] + summary[k][1]]
+    return {u: units[u] for u in sorted(units, key=unit_order)}
+
+
+def _total(rows: Iterable[dict]) -> dict[str, list[int]]:
+    rows = list(rows)
+    return {k: [sum(r[k][0] for r in rows), sum(r[k][1] for r in rows)] for k in ("line", "branch", "toggle")}
+
+
+def nvdla_summary(files: dict[str, FileCoverage], root: Path | None) -> dict:
+    """NVDLA's RTL per unit (``per_unit``) with the total; empty when no point fell in its files."""
+    if not files:
+        return {}
+    units = per_unit(files)
+    return {"root": str(root) if root else None, "units": units, "total": _total(units.values())}
+
+
+def uncovered_by_unit(nvdla: dict) -> dict[str, dict[str, list[int]]]:
+    """unit -> file key -> every uncovered line (the artifact behind the report's capped lists)."""
+    return {unit: {rel: f["uncovered_lines"] for rel, f in info["files"].items() if f["uncovered_lines"]}
+            for unit, info in nvdla.get("units", {}).items()}
+
+
+def line_ranges(lines: Iterable[int]) -> str:
+    """``[1, 2, 3, 7]`` -> ``"1-3,7"``."""
+    out, run = [], None
+    for n in sorted(set(lines)):
+        if run and n == run[1] + 1:
+            run[1] = n
+        else:
+            if run:
+                out.append(f"{run[0]}-{run[1]}" if run[1] > run[0] else str(run[0]))
+            run = [n, n]
+    if run:
+        out.append(f"{run[0]}-{run[1]}" if run[1] > run[0] else str(run[0]))
+    return ",".join(out)
+
+
+def parse_ranges(text: str) -> list[int]:
+    """Inverse of ``line_ranges``."""
+    out: list[int] = []
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
 
 
 # ---- annotation -----------------------------------------------------------------------------------------
@@ -204,18 +365,21 @@ def find_inputs(dirs: Iterable[Path]) -> tuple[list[Path], dict[str, int]]:
     return dats, markers
 
 
-def summarize(dirs: Path | Iterable[Path], out: Path | None = None) -> dict:
+def summarize(dirs: Path | Iterable[Path], out: Path | None = None, *, nvdla: bool = True) -> dict:
     """Merge the ``.dat`` files directly in ``dirs`` (a directory or several: one per regression unit)
-    into ``out/merged.dat`` and annotated sources in ``out/annotated`` (``out`` defaults to
+    into ``out/merged.dat`` and annotated sources of our RTL in ``out/annotated`` (``out`` defaults to
     ``<first dir>/merged``, a subdirectory, so it is never read back as an input).
 
     Returns ``{"available", "reason", "inputs", "files": {rel: {"line": [hit, total], "branch",
-    "toggle", "uncovered_lines"}}, "total": {...}, "merged": path|None, "annotated_dir": path|None}``."""
+    "toggle", "uncovered_lines"}}, "total": {...}, "merged": path|None, "annotated_dir": path|None,
+    "nvdla": {"root", "units": {unit: {"line", "branch", "toggle", "files": {key: {...}}}}, "total"} or {},
+    "nvdla_uncovered": path|None}``: ``files``/``total`` are our ``rtl/``, ``nvdla`` NVDLA's RTL per unit (when a
+    simulation of it ran with coverage; every uncovered line of it in ``out/nvdla-uncovered.json``)."""
     dirs = [Path(dirs)] if isinstance(dirs, (str, Path)) else [Path(d) for d in dirs]
     dats, markers = find_inputs(dirs)
     others = ", ".join(f"{n} {sim} simulation{'s' * (n > 1)}" for sim, n in markers.items())
     result: dict = {"available": False, "reason": "", "inputs": len(dats), "files": {}, "total": {},
-                    "merged": None, "annotated_dir": None}
+                    "merged": None, "annotated_dir": None, "nvdla": {}, "nvdla_uncovered": None}
     if not dats:
         where = ", ".join(str(d) for d in dirs) or "any coverage directory"
         if others:
@@ -225,7 +389,9 @@ def summarize(dirs: Path | Iterable[Path], out: Path | None = None) -> dict:
             result["reason"] = f"no Verilator coverage files in {where} (set DLA_RTL_COVERAGE_DIR and run on Verilator)"
         return result
     points, bad = merge_dats(dats)
-    files = per_file(points)
+    trees = default_trees(nvdla)
+    reduced = Classifier(trees).reduce(points)
+    files = reduced["rtl"]
     out = Path(out) if out is not None else dirs[0] / "merged"
     out.mkdir(parents=True, exist_ok=True)
     write_dat(out / "merged.dat", points)
@@ -233,15 +399,18 @@ def summarize(dirs: Path | Iterable[Path], out: Path | None = None) -> dict:
     shutil.rmtree(annotated, ignore_errors=True)
     annotate(files, annotated)
     summaries = {rel: cov.summary() for rel, cov in files.items()}
-    total = {k: [sum(s[k][0] for s in summaries.values()), sum(s[k][1] for s in summaries.values())]
-             for k in ("line", "branch", "toggle")}
+    total = _total(summaries.values())
+    nv = nvdla_summary(reduced.get("nvdla", {}), next((t.root for t in trees if t.name == "nvdla"), None))
+    if nv:
+        write_atomic(out / "nvdla-uncovered.json", json.dumps(uncovered_by_unit(nv), indent=0))
+        result["nvdla_uncovered"] = str(out / "nvdla-uncovered.json")
     notes = []
     if others:
         notes.append(f"{others} not included (Icarus has no coverage)")
     if bad:
         notes.append(f"unreadable: {', '.join(b.name for b in bad)}")
-    result.update(available=bool(summaries), files=summaries, total=total, merged=str(out / "merged.dat"),
-                  annotated_dir=str(annotated),
+    result.update(available=bool(summaries) or bool(nv), files=summaries, total=total,
+                  merged=str(out / "merged.dat"), annotated_dir=str(annotated), nvdla=nv,
                   inputs=len(dats) - len(bad),
-                  reason="; ".join(notes) if summaries else f"no coverage points in files under {RTL_ROOT}")
+                  reason="; ".join(notes) if summaries or nv else f"no coverage points in files under {RTL_ROOT}")
     return result
