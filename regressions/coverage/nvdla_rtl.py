@@ -473,6 +473,37 @@ def markdown(result: dict) -> list[str]:
     return out
 
 
+# ---- the regression report's view ------------------------------------------------------------------------------
+def find_measurement(run_dir: Path) -> Path | None:
+    """The comparison a regression report shows: one made inside the run (``<run>/**/coverage/nvdla-rtl``), else
+    the latest ``make rtl-coverage`` beside the run's output folder (``build/regress/<run>`` ->
+    ``build/rtl-coverage/latest``)."""
+    run_dir = Path(run_dir)
+    inside = sorted(run_dir.glob(f"**/coverage/{RUN_SUBDIR}/summary.json"))
+    if inside:
+        return inside[0]
+    beside = run_dir.resolve().parent.parent / DEFAULT_OUT.name / "latest" / "summary.json"
+    return beside if beside.is_file() else None
+
+
+def report_view(run_dir: Path) -> dict:
+    """What the regression report shows of NVDLA's RTL: ``{}`` without a measurement, else ``{"source",
+    "generated", "git", "pools", "rows", "suite_ahead_everywhere", "units": {unit: {"line", "toggle", "branch"}}}``
+    with ``units`` the suite's figures (what the verification plan cites as ``nvdla:<unit>``)."""
+    path = find_measurement(run_dir)
+    if path is None:
+        return {}
+    result = json.loads(path.read_text())
+    if result.get("format") != FORMAT:
+        return {"error": f"{path}: format {result.get('format')!r}, expected {FORMAT}"}
+    pool = "suite" if "suite" in result["pools"] else next(iter(result["pools"]), None)
+    units = {r["unit"]: {k: r[k][pool] for k in ("line", "toggle", "branch") if pool in r.get(k, {})}
+             for r in result["units"]} if pool else {}
+    return {"source": str(path.parent), "generated": result.get("generated"), "git": result.get("git"),
+            "pools": result["pools"], "rows": result["units"],
+            "suite_ahead_everywhere": result.get("suite_ahead_everywhere"), "units": units, "pool": pool}
+
+
 # ---- which simulations run a line -----------------------------------------------------------------------------
 def covering(out: Path, file: str, line: int) -> dict[str, list[str]]:
     """Pool -> ids of the traces / tests whose simulations ran ``line`` of ``file`` (a key such as

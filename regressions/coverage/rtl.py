@@ -373,13 +373,14 @@ def summarize(dirs: Path | Iterable[Path], out: Path | None = None, *, nvdla: bo
     Returns ``{"available", "reason", "inputs", "files": {rel: {"line": [hit, total], "branch",
     "toggle", "uncovered_lines"}}, "total": {...}, "merged": path|None, "annotated_dir": path|None,
     "nvdla": {"root", "units": {unit: {"line", "branch", "toggle", "files": {key: {...}}}}, "total"} or {},
-    "nvdla_uncovered": path|None}``: ``files``/``total`` are our ``rtl/``, ``nvdla`` NVDLA's RTL per unit (when a
-    simulation of it ran with coverage; every uncovered line of it in ``out/nvdla-uncovered.json``)."""
+    "nvdla_units": {unit: {"line", "branch", "toggle"}}, "nvdla_uncovered": path|None}``: ``files``/``total`` are
+    our ``rtl/``; ``nvdla`` is NVDLA's RTL per unit when a simulation of it ran with coverage (``nvdla_units`` its
+    figures alone, every uncovered line in ``out/nvdla-uncovered.json``)."""
     dirs = [Path(dirs)] if isinstance(dirs, (str, Path)) else [Path(d) for d in dirs]
     dats, markers = find_inputs(dirs)
     others = ", ".join(f"{n} {sim} simulation{'s' * (n > 1)}" for sim, n in markers.items())
     result: dict = {"available": False, "reason": "", "inputs": len(dats), "files": {}, "total": {},
-                    "merged": None, "annotated_dir": None, "nvdla": {}, "nvdla_uncovered": None}
+                    "merged": None, "annotated_dir": None, "nvdla": {}, "nvdla_units": {}, "nvdla_uncovered": None}
     if not dats:
         where = ", ".join(str(d) for d in dirs) or "any coverage directory"
         if others:
@@ -411,6 +412,8 @@ def summarize(dirs: Path | Iterable[Path], out: Path | None = None, *, nvdla: bo
         notes.append(f"unreadable: {', '.join(b.name for b in bad)}")
     result.update(available=bool(summaries) or bool(nv), files=summaries, total=total,
                   merged=str(out / "merged.dat"), annotated_dir=str(annotated), nvdla=nv,
+                  nvdla_units={u: {k: info[k] for k in ("line", "branch", "toggle")}
+                               for u, info in nv.get("units", {}).items()},
                   inputs=len(dats) - len(bad),
                   reason="; ".join(notes) if summaries or nv else f"no coverage points in files under {RTL_ROOT}")
     return result

@@ -68,14 +68,22 @@ def _trend(records: list[Record], prev: dict | None) -> dict | None:
 
 
 def _coverage(run_dir: Path) -> dict:
+    """Functional and RTL coverage of the run, plus NVDLA's RTL per unit, NVDLA's traces against our suites
+    (``nvdla_rtl``: a measurement inside the run, else the latest ``make rtl-coverage``; ``{}`` without one)."""
     try:
         from regressions.coverage.functional import summarize
+        from regressions.coverage.nvdla_rtl import report_view
     except ImportError as e:
         return {"error": f"coverage unavailable: {e}"}
     try:
-        return summarize(run_dir)
+        cov = summarize(run_dir)
     except Exception as e:  # a coverage problem must not cost the report
         return {"error": f"coverage summary failed: {type(e).__name__}: {e}"}
+    try:
+        cov["nvdla_rtl"] = report_view(run_dir)
+    except Exception as e:  # nor a broken NVDLA measurement
+        cov["nvdla_rtl"] = {"error": f"NVDLA RTL coverage unreadable: {type(e).__name__}: {e}"}
+    return cov
 
 
 def summarize_run(run_dir: Path, plan: Plan, records: list[Record], *, finished: float, interrupted: bool) -> dict:
@@ -186,6 +194,12 @@ def _targets(summary: dict) -> list[str]:
     return sorted({t for row in summary["matrix"].values() for t in row})
 
 
+def _nvdla_uncovered(unit: dict) -> str:
+    from regressions.coverage.nvdla_rtl import capped
+
+    return capped({f: i["uncovered_lines"] for f, i in unit.get("files", {}).items() if i["uncovered_lines"]}, 40)
+
+
 def _coverage_lines(cov: dict) -> list[str]:
     lines = []
     if "error" in cov:
@@ -203,14 +217,32 @@ def _coverage_lines(cov: dict) -> list[str]:
                 shown = info["uncovered_lines"][:40]
                 more = len(info["uncovered_lines"]) - len(shown)
                 lines.append(f"  - uncovered lines: {', '.join(map(str, shown))}" + (f" (+{more})" if more > 0 else ""))
+        for unit, info in (rtl.get("nvdla") or {}).get("units", {}).items():
+            (lh, lt), (th, tt) = info["line"], info["toggle"]
+            lines.append(f"- NVDLA RTL `{unit}` (this run): lines {lh}/{lt}, toggles {th}/{tt}")
+            if lh < lt:
+                lines.append(f"  - uncovered lines: {_nvdla_uncovered(info)}")
     elif rtl:
         lines.append(f"- RTL coverage: {rtl.get('reason', 'not collected')}")
+    nv = cov.get("nvdla_rtl") or {}
+    if "error" in nv:
+        lines.append(f"- {nv['error']}")
+    elif nv:
+        from regressions.coverage.nvdla_rtl import markdown as nvdla_markdown
+
+        verdict = "ahead on every unit" if nv["suite_ahead_everywhere"] else "NOT ahead on every unit"
+        lines += ["", f"### NVDLA nv_small RTL per unit: NVDLA's traces vs our suites ({verdict})", "",
+                  f"`{nv['source']}` (git `{nv.get('git')}`, "
+                  f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(nv['generated'] or 0))}; "
+                  f"`make rtl-coverage`)", "",
+                  *nvdla_markdown({"pools": nv["pools"], "units": nv["rows"]})]
     return lines
 
 
 def coverage_html(cov: dict) -> str:
     """The coverage section as HTML tables (the Markdown lines' content): functional bins per engine with the
-    uncovered ones, and RTL line/toggle coverage per file with its uncovered lines."""
+    uncovered ones, RTL line/toggle coverage per file with its uncovered lines, and NVDLA's RTL per unit
+    (collected in this run; NVDLA's traces against our suites, ``_nvdla_rtl_html``)."""
     e = html.escape
     if "error" in cov:
         return f"<p>{e(cov['error'])}</p>"
@@ -237,7 +269,49 @@ def coverage_html(cov: dict) -> str:
                    + "".join(rows) + "</table>")
     elif rtl:
         out.append(f"<p>RTL coverage: {e(rtl.get('reason', 'not collected'))}</p>")
+    units = (rtl.get("nvdla") or {}).get("units", {}) if rtl.get("available") else {}
+    if units:
+        rows = [f"<tr><th>{e(u)}</th><td>{i['line'][0]}/{i['line'][1]}</td><td>{i['toggle'][0]}/{i['toggle'][1]}</td>"
+                f"<td>{e(_nvdla_uncovered(i)) or '&mdash;'}</td></tr>" for u, i in units.items()]
+        out.append("<h3>NVDLA RTL (this run)</h3><table><tr><th>unit</th><th>lines</th><th>toggles</th>"
+                   "<th>uncovered lines</th></tr>" + "".join(rows) + "</table>")
+    out.append(_nvdla_rtl_html(cov.get("nvdla_rtl") or {}))
     return "".join(out) or "<p>no coverage collected</p>"
+
+
+def _nvdla_rtl_html(nv: dict) -> str:
+    """NVDLA's RTL per unit, NVDLA's traces against our suites: lines and toggles of each, whether the suite is
+    ahead, the lines only the traces run and the suite's uncovered lines (capped; all in the measurement)."""
+    e = html.escape
+    if not nv:
+        return ""
+    if "error" in nv:
+        return f"<p>{e(nv['error'])}</p>"
+
+    def fig(pair: list[int] | None) -> str:
+        return "" if not pair else f"{pair[0]}/{pair[1]}" + (f" ({100 * pair[0] / pair[1]:.1f}%)" if pair[1] else "")
+
+    pools = nv["pools"]
+    rows = []
+    for r in nv["rows"]:
+        verdict = r.get("ahead", "")
+        cls = "pass" if verdict in ("yes", "tie") else "fail"
+        only = f"{r['only_traces']}" + (f": {r['only_traces_shown']}" if r.get("only_traces") else "") if "only_traces" in r else ""
+        unc = (r.get("uncovered") or {}).get(nv.get("pool") or "suite") or {}
+        rows.append(f"<tr><th>{e(r['unit'])}</th>" + "".join(f"<td>{e(fig(r[k].get(p)))}</td>" for k in ("line", "toggle")
+                                                             for p in ("traces", "suite"))
+                    + f'<td class="{cls}">{e(verdict)}</td><td>{e(only) or "&mdash;"}</td>'
+                    f"<td>{unc.get('count', 0)}: {e(unc.get('shown') or '') or '&mdash;'}</td></tr>")
+    about = "".join(f"<li>{e(p)}: {info.get('sims')} simulations/tests, {info.get('seconds')} s, lines "
+                    f"{e(fig(info['total'].get('line')))}, toggles {e(fig(info['total'].get('toggle')))}"
+                    + (f", level {e(str(info.get('level')))}" if info.get("level") else "") + "</li>"
+                    for p, info in pools.items())
+    verdict = "ahead on every unit" if nv["suite_ahead_everywhere"] else "not ahead on every unit"
+    return (f"<h3>NVDLA nv_small RTL per unit: NVDLA's traces vs our suites ({verdict})</h3>"
+            f"<p><code>{e(nv['source'])}</code>, git <code>{e(str(nv.get('git')))}</code></p><ul>{about}</ul>"
+            "<table><tr><th>unit</th><th>lines traces</th><th>lines suite</th><th>toggles traces</th>"
+            "<th>toggles suite</th><th>ahead?</th><th>lines only traces run</th><th>uncovered lines (suite)</th></tr>"
+            + "".join(rows) + "</table>")
 
 
 def markdown(summary: dict, plots: dict[str, str]) -> str:

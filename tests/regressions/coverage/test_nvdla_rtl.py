@@ -249,3 +249,82 @@ def test_the_plugin_keeps_coverage_on_and_reduces_per_test(nvdla, tmp_path):
     [merged] = pool.glob("merged-main-*.dat")
     assert list(rtl.read_dat(merged).values()) == [3]
     assert not list((pool / "raw").rglob("*.dat"))
+
+
+# ---- the regression report ----------------------------------------------------------------------------------------
+def _measurement(out: Path, nvdla: Path) -> None:
+    """PDP: the traces run line 20, the suite does not but hits the toggle; CDMA: the suite runs lines 3-4."""
+    _pool(out, "traces", {"t": [point(pdp(nvdla), 5, "line", 1, "5-6"), point(pdp(nvdla), 20, "line", 1),
+                                point(pdp(nvdla), 2, "toggle", 0, comment="p:0->1"),
+                                point(dc(nvdla), 3, "line", 0, "3-4"), point(dc(nvdla), 7, "line", 0)]})
+    _pool(out, "suite", {"s": [point(pdp(nvdla), 5, "line", 1, "5-6"), point(pdp(nvdla), 20, "line", 0),
+                               point(pdp(nvdla), 2, "toggle", 1, comment="p:0->1"),
+                               point(dc(nvdla), 3, "line", 1, "3-4"), point(dc(nvdla), 7, "line", 0)]})
+    nvdla_rtl.compare(out)
+
+
+def test_the_report_shows_traces_against_suite_per_unit(nvdla, tmp_path):
+    from html.parser import HTMLParser
+
+    from regressions.plan import _rtl_lines
+    from regressions.regress.report import _coverage, _coverage_lines, coverage_html
+
+    run = tmp_path / "run"
+    _measurement(run / "nvdla.rtl.coverage" / "coverage" / nvdla_rtl.RUN_SUBDIR, nvdla)
+    cov = _coverage(run)
+    nv = cov["nvdla_rtl"]
+    assert nv["pool"] == "suite" and nv["suite_ahead_everywhere"] is False
+    assert nv["units"]["pdp"]["line"] == [2, 3] and nv["units"]["cdma"]["line"] == [2, 3]
+    assert _rtl_lines(cov)["nvdla:pdp"] == (2, 3)  # what the verification plan cites
+    md = "\n".join(_coverage_lines(cov))
+    assert "NOT ahead on every unit" in md
+    assert "| pdp | 3/3 (100.0%) | 2/3 (66.7%) | 0/1 (0.0%) | 1/1 (100.0%) | no | 1: NV_NVDLA_PDP_core.v:20 |" in md
+    assert "| cdma | 0/3 (0.0%) | 2/3 (66.7%) | 0/0 | 0/0 | yes | 0 |" in md
+    assert "- cdma (suite, 1): NV_NVDLA_CDMA_dc.v:7" in md
+
+    class Rows(HTMLParser):
+        rows: list[list[str]] = []
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                self.rows.append([])
+
+        def handle_data(self, data):
+            if self.rows and self.lasttag in ("td", "th"):
+                self.rows[-1].append(data)
+
+    page = coverage_html(cov)
+    parser = Rows()
+    parser.feed(page)
+    [row] = [r for r in parser.rows if r and r[0] == "pdp"]
+    assert row[1:] == ["3/3 (100.0%)", "2/3 (66.7%)", "0/1 (0.0%)", "1/1 (100.0%)", "no",
+                       "1: NV_NVDLA_PDP_core.v:20", "1: NV_NVDLA_PDP_core.v:20"]
+    assert "**" not in page and 'class="fail">no<' in page
+
+
+def test_the_report_takes_the_latest_measurement_beside_its_runs(nvdla, tmp_path):
+    from regressions.regress.report import _coverage, coverage_html
+
+    run = tmp_path / "build" / "regress" / "20261207-000000"
+    run.mkdir(parents=True)
+    assert _coverage(run)["nvdla_rtl"] == {}
+    assert coverage_html({"nvdla_rtl": {}}) == "<p>no coverage collected</p>"
+    latest = tmp_path / "build" / "rtl-coverage" / "20261207-010000"
+    _measurement(latest, nvdla)
+    (latest.parent / "latest").symlink_to(latest.name)
+    nv = _coverage(run)["nvdla_rtl"]
+    assert Path(nv["source"]).resolve() == latest.resolve() and [r["unit"] for r in nv["rows"]] == ["cdma", "pdp"]
+    (latest / "summary.json").write_text(json.dumps({"format": 0}))
+    assert "format 0" in _coverage(run)["nvdla_rtl"]["error"]
+    assert "format 0" in coverage_html(_coverage(run))
+
+
+def test_nvdla_coverage_collected_in_a_run_is_listed_per_unit(nvdla, tmp_path):
+    from regressions.regress.report import _coverage, _coverage_lines, coverage_html
+
+    write_dat(tmp_path / "u" / "coverage" / "rtl" / "a.dat", point(pdp(nvdla), 5, "line", 1),
+              point(pdp(nvdla), 6, "line", 0))
+    cov = _coverage(tmp_path)
+    assert cov["rtl"]["nvdla_units"] == {"pdp": {"line": [1, 2], "branch": [0, 0], "toggle": [0, 0]}}
+    assert "- NVDLA RTL `pdp` (this run): lines 1/2, toggles 0/0" in _coverage_lines(cov)
+    assert "<th>pdp</th><td>1/2</td><td>0/0</td><td>NV_NVDLA_PDP_core.v:6</td>" in coverage_html(cov)
