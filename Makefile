@@ -22,7 +22,7 @@ endif
 NVDLA_TRACES ?= $(abspath ../shared/nvdla/traces)
 export NVDLA_TRACES
 
-.PHONY: install test regress fuzz mutate bench lint sim regen-regs proto clean
+.PHONY: install test regress fuzz mutate rtl-coverage bench lint sim regen-regs proto clean
 
 install: $(STAMP)
 
@@ -62,6 +62,12 @@ fuzz: install
 mutate: install
 	$(BIN)/python -m regressions.mutate $(TARGET) $(if $(UNIT),--unit $(UNIT)) $(if $(N),-n $(N)) \
 	  --jobs $(if $(filter auto,$(JOBS)),2,$(JOBS))
+
+# make rtl-coverage [LEVEL=ci|nightly] [POOL=both|traces|suite] [JOBS=2] [FUZZ_SEED=N]: Verilator line/toggle coverage
+# of NVDLA's nv_small RTL per unit, NVDLA's traces vs our suites (build/rtl-coverage/<time>/report.md; latest)
+rtl-coverage: install
+	$(BIN)/python -m regressions.coverage.nvdla_rtl --pool $(or $(POOL),both) --level $(or $(LEVEL),ci) \
+	  --jobs $(if $(filter auto,$(JOBS)),2,$(JOBS)) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
 
 bench: install
 	$(BIN)/python -m regressions.bench --out build/bench/results.json
