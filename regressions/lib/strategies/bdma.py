@@ -18,8 +18,11 @@ from regressions.lib.strategies import clamp, count_range, ints, reg_field
 
 SRC_WINDOWS = (0x8000_0000, 0x1_0000_0000)
 DST_WINDOWS = (0x8100_0000, 0x2_4000_0000)
-#: Most 32-byte atoms per line, lines per surface and surfaces drawn.
+#: Most 32-byte atoms per line, lines per surface and surfaces drawn; one line in LONG_LINE_ODDS is long
+#: (LONG_LINE_ATOMS), so the functional bin of lines over 8 atoms is hit too.
 MAX_LINE_ATOMS = 4
+LONG_LINE_ATOMS = (9, 24)
+LONG_LINE_ODDS = 6
 MAX_LINES = 5
 MAX_SURFACES = 4
 #: Most transfers queued per group and groups launched per example.
@@ -51,7 +54,8 @@ def bdma_transfers(draw, hw: HwConfig | None = None, same_window: bool = False) 
     return BdmaTransfer(
         src=src_window + _a32(draw, 32),
         dst=(src_window if same_window else draw(st.sampled_from(DST_WINDOWS))) + _a32(draw, 32),
-        line_size=_minus_one(draw, hw, "CFG_LINE", "SIZE", MAX_LINE_ATOMS),
+        line_size=(draw(st.integers(*LONG_LINE_ATOMS)) - 1 if draw(st.integers(1, LONG_LINE_ODDS)) == 1
+                   else _minus_one(draw, hw, "CFG_LINE", "SIZE", MAX_LINE_ATOMS)),
         line_repeat=_minus_one(draw, hw, "CFG_LINE_REPEAT", "NUMBER", MAX_LINES),
         surf_repeat=_minus_one(draw, hw, "CFG_SURF_REPEAT", "NUMBER", MAX_SURFACES),
         src_line=_a32(draw, 8), dst_line=_a32(draw, 8), src_surf=_a32(draw, 40), dst_surf=_a32(draw, 40),
