@@ -20,8 +20,9 @@ A feature::
     targets = ["golden", "nvdla-rtl"]     # where it must be verified (default: golden)
 
 Status on one target: **verified** when at least one of its tests ran there and passed, none failed or
-errored, and every bin was hit; **partial** when some passed but a test failed, or a bin was missed, or only
-skips; **not verified** when none passed.
+errored, and every bin was hit; **partial** when some passed but a test failed, or a bin was missed;
+**not verified** when tests ran there and none passed (failures, skips); **not run** when none of its tests
+was selected there (a lower level, a unit selection).
 """
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ REPO = PLAN_DIR.parents[1]
 #: The verification targets a plan row has a status for, in report order.
 TARGETS = ("golden", "rtl", "nvdla-rtl")
 TARGET_NAMES = {"golden": "golden", "rtl": "our RTL", "nvdla-rtl": "NVDLA RTL"}
-VERIFIED, PARTIAL, NOT_VERIFIED, NOT_APPLICABLE = "verified", "partial", "not verified", "n/a"
+VERIFIED, PARTIAL, NOT_VERIFIED, NOT_RUN, NOT_APPLICABLE = "verified", "partial", "not verified", "not run", "n/a"
+STATUSES = (VERIFIED, PARTIAL, NOT_VERIFIED, NOT_RUN)
 
 
 class PlanError(ValueError):
@@ -208,12 +210,14 @@ def evaluate(features: list[Feature], records: Iterable, coverage: dict | None =
                 cell["status"] = _status(cell, row, t)
     unmapped = sorted({r.nodeid.split("[", 1)[0] for r in records if r.nodeid not in mapped})
     counts = {t: {s: sum(row.targets[t]["status"] == s for row in rows if t in row.feature.targets)
-                  for s in (VERIFIED, PARTIAL, NOT_VERIFIED)} for t in TARGETS}
+                  for s in STATUSES} for t in TARGETS}
     return {"features": [_row_dict(r) for r in rows], "unmapped": unmapped, "counts": counts,
             "functional_collected": bool(functional)}
 
 
 def _status(cell: dict, row: Row, target: str) -> str:
+    if not cell["tests"]:
+        return NOT_RUN
     if not cell["passed"]:
         return NOT_VERIFIED
     # bins are sampled from the golden model's operations, which every target's checks run too

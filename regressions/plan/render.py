@@ -4,7 +4,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from regressions.plan import NOT_APPLICABLE, PARTIAL, TARGET_NAMES, TARGETS, VERIFIED, PlanError, evaluate, load
+from regressions.plan import (NOT_APPLICABLE, NOT_RUN, NOT_VERIFIED, PARTIAL, TARGET_NAMES, TARGETS, VERIFIED, PlanError,
+                              evaluate, load)
 
 #: How many unmapped tests the report lists before "... and N more".
 UNMAPPED_SHOWN = 40
@@ -20,12 +21,12 @@ def plan_summary(records: list, coverage: dict | None, directory: Path | None = 
 
 
 def _cell(cell: dict) -> str:
-    if cell["status"] == NOT_APPLICABLE:
-        return "n/a"
+    if cell["status"] in (NOT_APPLICABLE, NOT_RUN):
+        return cell["status"]
     return f"{cell['status']} ({cell['passed']}/{cell['tests']})"
 
 
-def _bins(row: dict, collected: bool) -> str:
+def _bins(row: dict, collected: bool) -> str:  # noqa: D103 - "hit/total", or why there is no figure
     if not row["bins"]:
         return ""
     if not collected:
@@ -40,8 +41,7 @@ def _lines(row: dict) -> str:
 def plan_markdown(plan: dict) -> list[str]:
     if "error" in plan:
         return [f"- {plan['error']}"]
-    out = [" ".join(f"**{TARGET_NAMES[t]}**: {c[VERIFIED]} verified, {c[PARTIAL]} partial, {c['not verified']} not verified."
-                    for t, c in plan["counts"].items()), "",
+    out = [" ".join(f"**{TARGET_NAMES[t]}**: {_counts(c)}." for t, c in plan["counts"].items()), "",
            "| feature | " + " | ".join(TARGET_NAMES[t] for t in TARGETS) + " | bins | RTL lines |",
            "|---" * (len(TARGETS) + 3) + "|"]
     for row in plan["features"]:
@@ -57,15 +57,18 @@ def plan_markdown(plan: dict) -> list[str]:
     return out
 
 
-_CLASS = {VERIFIED: "pass", PARTIAL: "part", "not verified": "fail", NOT_APPLICABLE: "skip"}
+_CLASS = {VERIFIED: "pass", PARTIAL: "part", NOT_VERIFIED: "fail", NOT_RUN: "skip", NOT_APPLICABLE: "skip"}
+
+
+def _counts(c: dict) -> str:
+    return ", ".join(f"{c.get(s, 0)} {s}" for s in (VERIFIED, PARTIAL, NOT_VERIFIED, NOT_RUN))
 
 
 def plan_html(plan: dict) -> str:
     e = html.escape
     if "error" in plan:
         return f"<p>{e(plan['error'])}</p>"
-    counts = "".join(f"<li><b>{e(TARGET_NAMES[t])}</b>: {c[VERIFIED]} verified, {c[PARTIAL]} partial, "
-                     f"{c['not verified']} not verified</li>" for t, c in plan["counts"].items())
+    counts = "".join(f"<li><b>{e(TARGET_NAMES[t])}</b>: {e(_counts(c))}</li>" for t, c in plan["counts"].items())
     rows = []
     for row in plan["features"]:
         cells = "".join(f'<td class="{_CLASS[row["targets"][t]["status"]]}">{e(_cell(row["targets"][t]))}</td>' for t in TARGETS)

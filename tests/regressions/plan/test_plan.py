@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from regressions.plan import (NOT_APPLICABLE, NOT_VERIFIED, PARTIAL, VERIFIED, PlanError, check_plan, doc_bullets,
+from regressions.plan import (NOT_APPLICABLE, NOT_RUN, NOT_VERIFIED, PARTIAL, VERIFIED, PlanError, check_plan, doc_bullets,
                               evaluate, load, target_of)
 from regressions.plan.render import plan_html, plan_markdown
 from regressions.regress.report import page
@@ -100,11 +100,12 @@ def test_status_per_target_from_records_and_bins(tmp_path: Path) -> None:
     plan = evaluate(features, records, hit)
     split, sdp = plan["features"]
     assert split["targets"]["golden"]["status"] == VERIFIED and split["targets"]["golden"]["passed"] == 2
-    assert split["targets"]["nvdla-rtl"]["status"] == NOT_VERIFIED  # required there, never ran there
+    assert split["targets"]["nvdla-rtl"]["status"] == NOT_RUN  # required there, never selected there
     assert split["targets"]["rtl"]["status"] == NOT_APPLICABLE
     assert sdp["targets"]["rtl"]["status"] == NOT_VERIFIED  # only a failure
     assert plan["unmapped"] == ["tests/golden/test_pdp.py::test_average_by_hand"]
-    assert plan["counts"]["golden"] == {VERIFIED: 1, PARTIAL: 0, NOT_VERIFIED: 0}
+    assert plan["counts"]["golden"] == {VERIFIED: 1, PARTIAL: 0, NOT_VERIFIED: 0, NOT_RUN: 0}
+    assert plan["counts"]["nvdla-rtl"][NOT_RUN] == 1
     missed = evaluate(features, records, {"functional": {"PDP": {"counts": {"split:2": 0}}}})
     assert missed["features"][0]["targets"]["golden"]["status"] == PARTIAL
     assert missed["features"][0]["bins_missed"] == ["PDP:split:2"]
@@ -121,7 +122,7 @@ def test_the_report_shows_the_plan_as_a_table(tmp_path: Path) -> None:
     assert '<td class="part">partial (1/1)</td>' in html and "PDP split width" in html
     assert "<code>tests/x.py::test_orphan</code>" in html and "**" not in html
     md = "\n".join(plan_markdown(plan))
-    assert "| PDP split width (`pdp.split`) | partial (1/1) | n/a | not verified (0/0) | 0/1 |" in md
+    assert "| PDP split width (`pdp.split`) | partial (1/1) | n/a | not run | 0/1 |" in md
     assert "Bins the plan needs that no operation hit: `PDP:split:2` (pdp.split)" in md
     summary = {"run": "r", "interrupted": False, "counts": {"passed": 1, "failed": 0, "error": 0, "skipped": 0, "total": 1},
                "level": "ci", "launcher": "local", "jobs": 1, "seed": 1, "design_hash": "d", "git": "g", "matrix": {},
