@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from golden import ConfigError, Dla, UnsupportedError, get_config
+from golden.dma import Traffic
 from golden.engines import load_engines
 from golden.regs import UNITS
 
@@ -141,6 +142,23 @@ def test_overlapping_destination_lines_keep_the_later_line(dla):
     assert np.array_equal(got[:0x20], src[:0x20])
     assert np.array_equal(got[0x20:0x40], src[0x40:0x60])
     assert np.array_equal(got[0x40:0x80], src[0x80:0xC0])
+
+
+
+@pytest.mark.parametrize("layout", [
+    dict(line=1, lines=3, surfs=2, src_line=96, src_surf=0x200, dst_line=64, dst_surf=0x100),  # gaps between lines
+    dict(line=1, lines=3, src_line=0x40, dst_line=0x20),  # destination lines overlapping each other
+])
+def test_profiled_traffic_is_the_bytes_the_lines_move(dla, layout):
+    """With profiling on, a BDMA copy counts what its DMA moves: every line read once and written once,
+    (LINE.SIZE+1)*32 bytes each, not the gaps between lines (nor the bytes kept there), and the write side
+    reads nothing."""
+    dla.traffic = Traffic()
+    dla.mem.dram.write(SRC, random_bytes(0x1000, 8))
+    program(dla, **layout)
+    dla.write("NVDLA_BDMA.CFG_LAUNCH0_0", GRP0_LAUNCH=1)
+    moved = layout.get("surfs", 1) * layout["lines"] * (layout["line"] + 1) * 32
+    assert dla.traffic.snapshot() == ({"BDMA": moved}, {"BDMA": moved})
 
 
 def test_errors(dla):

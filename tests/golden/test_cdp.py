@@ -191,6 +191,15 @@ def test_exponent_lookup_overflow_and_negative_offset():
     assert kind.tolist() == [UFLOW] and value.tolist() == [1000]  # no 2^offset bias for offset < 0
 
 
+
+def test_exponent_underflow_bias_is_two_to_an_odd_offset():
+    """The exponent-mode underflow measures from START + 2^LE_INDEX_OFFSET for every offset >= 0, odd ones
+    included (the cmod's int64 ``1 << offset``): offset 3 puts the underflow point at 8."""
+    value, kind = lookup_exponent(np.array([5, 7, 8]), LE_EXP, EXP_LE, index_offset=3)
+    assert kind.tolist() == [UFLOW, UFLOW, HIT]  # log2 5 = log2 7 = 2 < 3; log2 8 = 3 -> idx 0
+    assert value.tolist() == [1000 + (5 - 8), 1000 + (7 - 8), 1000]
+
+
 @pytest.mark.parametrize("priorities", [(0, 0, 0), (1, 1, 1), (1, 0, 1), (0, 1, 0)])
 def test_lut_priorities(priorities):
     u, o, h = priorities

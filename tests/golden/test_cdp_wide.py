@@ -183,6 +183,19 @@ def test_fp16_exponent_table_indexes_by_the_exponent_and_interpolates_the_mantis
     assert as_f16(got[:2, 0, 0]).tolist() == [4.5, 0.5]
 
 
+
+def test_fp16_underflow_slope_scale_is_all_16_bits_of_its_fp16() -> None:
+    """An fp16 underflow is ``LUT[0] + FP17(S − START) * scale`` with the slope scale the whole fp16 pattern
+    of LUT_LO_SLOPE_UFLOW_SCALE: 0x3C01 is 1 + 2^-10, its last mantissa bit counts (exact in FP17 and fp16)."""
+    regs, le, lo = fp16_lo_identity()
+    regs["D_FUNC_BYPASS"] = dict(SQSUM_BYPASS=1, MUL_BYPASS=1)
+    regs["S_LUT_LO_SLOPE_SCALE"] = dict(LUT_LO_SLOPE_UFLOW_SCALE=0x3C01)
+    x = np.zeros((ATOM, 1, 1), dtype=np.int64)
+    x[:2, 0, 0] = f16([-1.0, -2.0])  # both tables underflow, UFLOW_PRIORITY picks LO: LO[0] = 0
+    got, dla = run_cdp(x, 2, "fp16", regs, le, lo)
+    assert got[:2, 0, 0].tolist() == [0xBC01, 0xC001]  # -(1 + 2^-10), -2(1 + 2^-10)
+
+
 def test_fp16_multiplies_by_x_and_ignores_the_cvt_registers() -> None:
     regs, le, lo = fp16_lo_identity()
     regs.update({"D_FUNC_BYPASS": dict(SQSUM_BYPASS=1), "D_DATIN_SCALE": 0, "D_DATIN_OFFSET": 0x3C00,

@@ -2,7 +2,8 @@
 NaN/Inf handling and counters, and SDP -> PDP on the fly in both precisions.
 
 Expected values are hand-computed (fp16 cases use values FP17 holds exactly, or derive the cmod's rule
-step by step) or come from plain loops written here.
+step by step) or come from plain loops written here; one fp16 sign corner is also checked against the
+independent element-stream reference (``regressions.lib.reference.pdp_fp16``).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from golden.dla import Dla
 from golden.engines.pdp import AVERAGE, MAX, MIN
 from golden.errors import ConfigError, UnsupportedError
 from golden.layout import CubeLayout, read_cube, write_cube
+from regressions.lib.reference.pdp_fp16 import pool_fp16
 
 SRC, DST = 0x80000000, 0x80100000
 ATOM = NV_FULL.atom_elements("int16")  # 16 channels of 2 bytes per 32-byte atom
@@ -181,6 +183,18 @@ def test_int16_pad_values_sign_extend_from_16_to_19_bits() -> None:
     assert got[0, 0, 0] == 100 - 16  # 0x7FFF0 as 19-bit signed
 
 
+
+@pytest.mark.parametrize("n, bits", [(1, 16), (2, 17), (3, 18), (4, 18), (5, 19), (6, 19), (7, 19)])
+def test_int16_pad_value_nx_sign_bit_sits_at_its_width(n: int, bits: int) -> None:
+    """For int16, PAD_VALUE_nX is signed from bit 15, 16, 17, 17, 18, 18, 18 for n = 1..7 (cmod
+    ``int_sign_extend``): a field holding only that bit is -2^(bits-1). A window of n left pads and one
+    zero sums to exactly that; RECIP_KERNEL_WIDTH 1/32 brings it into the 16 bits stored."""
+    pads = tuple((1 << (bits - 1)) if i == n else 0 for i in range(1, 8))
+    got, _ = run_pdp(cube(np.zeros((1, 1), dtype=np.int64)), "int16", kernel=(n + 1, 1), pads=(n, 0, 0, 0),
+                     method=AVERAGE, pad_values=pads, recip=(0x10000 // 32, 0x10000))
+    assert got[0, 0, 0] == -(1 << (bits - 1)) // 32
+
+
 def test_int16_padded_rows_add_the_pad_value_times_the_kernel_width() -> None:
     x = cube(np.array([[1000, 2000]]))
     pads = (-7 & 0x7FFFF,) + (0,) * 6
@@ -270,6 +284,26 @@ def test_fp16_pad_values_are_fp17_patterns_added_once_per_row() -> None:
     x8 = cube(f16([[1.0] * 8]))
     got, _ = run_pdp(x8, "fp16", kernel=(8, 2), pads=(0, 1, 0, 0), method=AVERAGE, pad_values=(ONE,) + (0,) * 6)
     assert as_f16(got[0, 0, 0]) == 16.0
+
+
+
+@pytest.mark.parametrize("kw", range(1, 9))
+def test_fp16_vertical_pad_is_scaled_by_exactly_the_kernel_width(kw: int) -> None:
+    """A padded row adds PAD_VALUE_mX * kw in FP17, kw from the cmod's ``kernel_width_map`` (1.0 .. 7.0,
+    8.0 past it): with PAD_VALUE_1X = 1.0 over a row of zeros, the average (recips 1.0) is exactly kw."""
+    x = cube(f16(np.zeros((1, kw))))
+    got, _ = run_pdp(x, "fp16", kernel=(kw, 2), pads=(0, 1, 0, 0), method=AVERAGE, pad_values=(ONE,) + (0,) * 6)
+    assert got[0, 0, 0] == f16(float(kw))
+
+
+def test_fp16_average_of_negative_zeros_is_negative_zero() -> None:
+    """The +0 pad operands the cmod adds after every tap leave a -0 sum alone (an FP17 tie takes the
+    accumulator's sign), so a window of -0 averages to -0 in both the line and the row stage; the
+    independent element-stream reference agrees."""
+    x = cube(f16([[-0.0, -0.0, -0.0], [-0.0, -0.0, -0.0]]))
+    got, _ = run_pdp(x, "fp16", kernel=(2, 2), method=AVERAGE, recip=(HALF, HALF))
+    want = pool_fp16(x[:1], method="avg", kernel=(2, 2), stride=(1, 1), recip_w=HALF, recip_h=HALF, out_hw=(1, 2))
+    assert got[0].tolist() == want[0].tolist() == [[0x8000, 0x8000]]
 
 
 def test_fp16_recips_are_fp17_patterns() -> None:

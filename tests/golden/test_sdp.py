@@ -792,3 +792,25 @@ def test_lut_exponent_index_64_is_the_overflow_boundary() -> None:
     assert lookup([0, -1], cfg) == [650, 640] == [ref_lut(v, cfg, LE_T, LO_T) for v in (0, -1)]
     _, stats = lut_lookup(np.array([0, -1]), cfg, np.array(LE_T), np.array(LO_T))
     assert (stats.oflow, stats.le_hit) == (1, 1)
+
+
+def test_le_linear_sign_extension_bits_shift_down_with_a_select_above_35() -> None:
+    """LE linear with INDEX_SELECT > 35: the fraction is the cmod's signed 32-bit ``le_data_f`` widened to
+    35 bits (bits 32..34 copies of bit 31) and then shifted right by SELECT − 35, so an offset x − START >=
+    2^31 keeps those three high bits: 2^31 widens to 2^35 − 2^31, halved (SELECT 36) to a weight of 15/32."""
+    cfg = lut_config(le_index_select=36, lo_index_select=36, le_start=-2**31, lo_start=2**31 - 1)
+    # LO underflows everywhere (x <= its START) and LE hits at index 0, so LE decides (HYBRID picks LE).
+    # x = 0: offset 2^31 -> 10·15/32 = 4.69 -> 5; x = 2^31 − 1: offset 2^32 − 1 -> weight (2^34 − 1)/2^35 -> 5;
+    # x = −1: offset 2^31 − 1 has no sign bit -> weight (2^30 − 1)/2^35 -> 0.31 -> 0.
+    xs = [0, 2**31 - 1, -1]
+    assert lookup(xs, cfg) == [5, 5, 0] == [ref_lut(v, cfg, LE_T, LO_T) for v in xs]
+
+
+def test_surfaces_of_one_line_overlapping_blame_the_surface_stride() -> None:
+    """With a cube one line high, DST_LINE_STRIDE is never used (no second line per surface), so written
+    lines that overlap can only come from DST_SURFACE_STRIDE: the error names that field, whatever value
+    the unused line stride holds."""
+    op = SdpOp(16, 1, 2, sdp={"D_DST_LINE_STRIDE": 8, "D_DST_SURFACE_STRIDE": 8})  # a line is 16 bytes
+    random_input(op, np.random.default_rng(6))
+    with pytest.raises(ConfigError, match="SDP.D_DST_SURFACE_STRIDE.DST_SURFACE_STRIDE"):
+        op.run()

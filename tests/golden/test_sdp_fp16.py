@@ -13,6 +13,7 @@ from golden import Dla, fp
 from golden.config import NV_FULL, NV_SMALL
 from golden.engines import OpContext
 from golden.engines import sdp as sdp_engine
+from golden.engines import sdp_lut
 from golden.errors import ConfigError, UnsupportedError
 from golden.lut import LutRegisters
 from regressions.fuzz.fp16_sdp import reference_output
@@ -338,3 +339,16 @@ def test_half_beat_hang_refuses_only_per_kernel_single_component_operands() -> N
     per_kernel = replace(stage, alu_operand=per_element.reshape(-1))
     with pytest.raises(ConfigError, match="BRDMA_DATA_USE.*never finishes"):
         run(P.SdpFp16Layer(x, ref.Fp16Params(x1=per_kernel)))
+
+
+def test_lut_offset_underflows_on_a_nan_but_not_on_inf() -> None:
+    """The fp index stage underflows x − START when it is negative, zero or a NaN (cmod ``sdp_y_idx.cpp``),
+    and nothing else: +Inf is a number there, whose exponent field the linear index reads as −128, a hit at
+    entry 0. So the least NaN (mantissa 1) extrapolates and stays that NaN, +Inf returns LO[0]; the
+    independent reference agrees. (An Inf reaches the LUT from the Y ALU, e.g. a SUM with an fp32 REG
+    operand of +Inf.)"""
+    lut = _linear_lut(le_function=1, lo_slope_uflow_scale=int(f16(1.0)))
+    x = [0x7F800000, 0x7F800001]  # +Inf, NaN
+    out, stats = sdp_lut.lut_lookup_fp(np.array(x), lut, np.array(lut.le_table), np.array(lut.lo_table))
+    assert out.tolist() == [0, 0x7F800001] == [ref.lut_lookup(v, lut) for v in x]
+    assert (stats.uflow, stats.lo_hit) == (1, 1)
