@@ -376,6 +376,49 @@ def test_direct_conv_blocks_large_im2col(monkeypatch):
     np.testing.assert_array_equal(whole, conv_loop(x, w, g))
 
 
+def test_row_blocks_of_a_vertically_strided_conv(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Big layers are cut into blocks of output rows; block b starts at input row b*rows*Sy (stride and dilation
+    both vertical), so every block must give the plain sums of its rows."""
+    import golden.engines.conv_datapath as datapath
+
+    g = geometry(5, 13, 6, 3, 3, 2, sy=2, dy=2, pt=1, pb=2, pl=1, pad_value=-7)
+    assert g.out_height >= 4
+    rng = np.random.default_rng(12)
+    x = rng.integers(-128, 128, (5, 13, 6))
+    w = rng.integers(-128, 128, (3, 5, 3, 2))
+    monkeypatch.setattr(datapath, "_IM2COL_LIMIT", 100)  # one output row per block
+    np.testing.assert_array_equal(direct_conv(x, w, g), conv_loop(x, w, g))
+
+
+def test_int8_sums_beyond_float32_precision_are_exact() -> None:
+    """CACC sums are exact integers: 2048 channels of products near 127 * 127 reach 2^25, where float32 only
+    holds even numbers; the result must still equal the integer sum (odd sums included)."""
+    g = geometry(2048, 2, 2, 3, 1, 1)
+    rng = np.random.default_rng(2048)
+    x = rng.integers(100, 128, (2048, 2, 2))
+    w = rng.integers(100, 128, (3, 2048, 1, 1))
+    w[1] = -w[1]
+    want = w[:, :, 0, 0].astype(np.int64) @ x.reshape(2048, 4).astype(np.int64)
+    assert np.abs(want).min() > 1 << 24 and (want % 2).any()
+    np.testing.assert_array_equal(direct_conv(x, w, g).reshape(3, 4), want)
+
+
+def test_weight_unpack_cache_evicts_and_keeps_every_layer_its_own_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A network's distinct layers may hold more weight bytes than the unpack cache keeps (256 MiB): old layers
+    are evicted and unpacked again when they come back, each still convolving with its own weights."""
+    import golden.engines.conv_datapath as datapath
+
+    hw = get_config("nv_small")
+    g = ConvGeometry(16, 1, 1, 9, 3, 3, 1, 1)
+    monkeypatch.setattr(datapath, "UNPACK_CACHE_BYTES", 3 * g.weight_bytes)  # room for one layer (two copies)
+    rng = np.random.default_rng(256)
+    layers = [rng.integers(-128, 128, (9, 16, 3, 3)) for _ in range(4)]
+    for w in layers + layers[::-1]:
+        raw = np.frombuffer(pack_loop(w, hw.mac_atomic_k, hw.mac_atomic_c), dtype=np.uint8)
+        np.testing.assert_array_equal(unpack_weights(raw, g, hw), w)
+    assert datapath._UNPACKED_BYTES[0] <= 3 * g.weight_bytes
+
+
 def test_extreme_sums_are_exact():
     """The largest int8 products over many taps stay exact in the float64 GEMM."""
     g = geometry(512, 4, 4, 2, 4, 4, pt=2, pl=2, pb=1, pr=1, pad_value=-128)
@@ -440,6 +483,61 @@ def test_input_larger_than_cbuf_is_illegal():
     bank = dict(DATA_BANK=30, WEIGHT_BANK=0)
     words = program(hw, g, CDMA__D_BANK=bank, CSC__D_BANK=bank)
     assert config_error(hw, words).where == "CDMA.D_BANK.DATA_BANK"
+
+
+def test_input_may_fill_its_data_banks_exactly() -> None:
+    """The whole input must fit DATA_BANK + 1 banks (cmod FAIL: "insufficient cbuf space"). nv_small banks hold
+    512 entries; 8 channels x 64 pixels are 64 entries a line: 8 lines fill one bank, 9 need two."""
+    hw = get_config("nv_small")
+    for lines, banks in ((8, 1), (9, 2)):
+        g = geometry(8, lines, 64, 2, 1, 1)
+        rng = np.random.default_rng(lines)
+        x, w = random_case(rng, hw, g)
+        bank = dict(DATA_BANK=banks - 1, WEIGHT_BANK=1)
+        words = program(hw, g, CDMA__D_BANK=bank, CSC__D_BANK=bank)
+        mem = Memory()
+        load(hw, g, x, w, mem, words)
+        out, _ = run_engine(hw, words, mem)
+        np.testing.assert_array_equal(out[:2], conv_loop(x[:8], w, g))
+        if banks > 1:
+            short = dict(DATA_BANK=banks - 2, WEIGHT_BANK=1)
+            words = program(hw, g, CDMA__D_BANK=short, CSC__D_BANK=short)
+            assert config_error(hw, words).where == "CDMA.D_BANK.DATA_BANK"
+
+
+def test_fetch_grain_beyond_the_cube_height_only_for_a_packed_1x1_cube() -> None:
+    """CDMA fetches GRAINS + 1 lines at a time and FAILs when that exceeds the cube height (cmod
+    DirectConvDataRequestSequencerCommon), except for a line- and surface-packed 1x1 cube, which it fetches as
+    one block of atoms whatever the grain."""
+    hw = get_config("nv_small")
+    g = geometry(17, 1, 1, 3, 1, 1)
+    rng = np.random.default_rng(17)
+    x, w = random_case(rng, hw, g)
+    words = program(hw, g, CDMA__D_FETCH_GRAIN=dict(GRAINS=3))
+    assert views(words)["CDMA"].D_DAIN_MAP.SURF_PACKED
+    mem = Memory()
+    load(hw, g, x, w, mem, words)
+    out, _ = run_engine(hw, words, mem)
+    np.testing.assert_array_equal(out[:3], conv_loop(x[:17], w, g))
+    unpacked = program(hw, g, surf_stride=16, CDMA__D_FETCH_GRAIN=dict(GRAINS=3))
+    assert config_error(hw, unpacked).where == "CDMA.D_FETCH_GRAIN.GRAINS"
+    tall = geometry(4, 2, 3, 2, 1, 1)
+    x, w = random_case(rng, hw, tall)
+    words = program(hw, tall, CDMA__D_FETCH_GRAIN=dict(GRAINS=1))  # two lines per fetch = the whole cube
+    mem = Memory()
+    load(hw, tall, x, w, mem, words)
+    np.testing.assert_array_equal(run_engine(hw, words, mem)[0][:2], conv_loop(x[:4], w, tall))
+    assert config_error(hw, program(hw, tall, CDMA__D_FETCH_GRAIN=dict(GRAINS=2))).where == "CDMA.D_FETCH_GRAIN.GRAINS"
+
+
+def test_entries_per_slice_shares_an_entry_among_four_pixels_for_a_quarter_entry() -> None:
+    """The cmod's rule for the atoms left over after whole entries (``cripple_atom_num``): more than half an
+    entry takes one entry per pixel, half an entry one per two pixels, a quarter one per four. Wide entries
+    show the quarter case: a 64-byte bank of 8-byte atoms (CBUF_BANK_WIDTH_64 with MEMORY_ATOMIC_SIZE_8, both
+    options of NVDLA's projects.spec) holds 8 atoms, so 16 channels (2 atoms) of 5 pixels take 2 entries."""
+    hw = get_config("nv_small").derive(name="bank64_atom8", cbuf_bank_width=64)
+    assert cbuf_geometry(hw) == (64, 512)
+    assert [entries_per_slice(hw, c, 5) for c in (16, 32, 40, 64, 80)] == [2, 3, 5, 5, 5 + 2]
 
 
 def test_cv_sram_without_secondary_memif_needs_cvif():

@@ -249,6 +249,22 @@ def test_int16_output_pairing_is_checked_on_every_16_channel_surface():
     int16_batched(xs, w, dst_surface_gap=64)[0].run(Dla(HW))
 
 
+def test_int16_output_of_16_kernels_is_one_surface_whatever_its_stride() -> None:
+    """SDP writes int16 output in 16-channel atoms (32 bytes / 2): 16 kernels are one output surface, so
+    DST_SURFACE_STRIDE addresses nothing and may equal the batch stride; the batches still land apart and
+    each equals its unbatched convolution."""
+    from regressions.lib.programs.conv_wide import WideConvLayer, program_conv_wide
+
+    xs, w = int16_layer(k=16)
+    program, dst_stride = int16_batched(xs, w)
+    program = program.with_writes([(n, dst_stride if n == "NVDLA_SDP.D_DST_SURFACE_STRIDE_0" else v)
+                                   for n, v in program.writes])
+    got = program.run(Dla(HW))
+    for b in range(2):
+        alone = program_conv_wide(HW, WideConvLayer(x=xs[b], w=w, precision="int16")).run(Dla(HW))
+        assert got[b * dst_stride : b * dst_stride + len(alone)] == alone
+
+
 def test_odd_output_width_batches_pair_lines_alike():
     """Output lines of 3 atoms (96 bytes) alternate between 64-byte aligned and not, for CACC's line count and
     SDP's line stride alike: a legal batched program whose batches equal their unbatched convolutions."""

@@ -255,6 +255,19 @@ def test_int8_to_fp16_conversion_is_unsupported() -> None:
                                                                                           PROC_PRECISION="FP16")})
 
 
+def test_int16_converted_to_fp16_needs_every_later_unit_in_fp16() -> None:
+    """CDMA's CVT turns int16 input into fp16, so CSC, both CMACs and CACC must process fp16; a program whose
+    later units all say INT16 (only CDMA's PROC_PRECISION says FP16) mixes precisions and is refused, naming
+    the first unit that disagrees with CDMA's output (CSC's IN_PRECISION)."""
+    layer = WideConvLayer(x=np.array([[[1]]]), w=bits16([[[[1.0]]]]), in_precision="int16", cvt=(0, 1, 0))
+    int16 = {f"{unit}.D_MISC_CFG": UNITS[unit].register("D_MISC_CFG").encode(PROC_PRECISION="INT16")
+             for unit in ("CMAC_A", "CMAC_B", "CACC")}
+    int16["CSC.D_MISC_CFG"] = UNITS["CSC"].register("D_MISC_CFG").encode(IN_PRECISION="INT16", PROC_PRECISION="INT16")
+    with pytest.raises(UnsupportedError, match="mixed precisions") as info:
+        _program(layer, **int16)
+    assert info.value.unit == "CSC" and "IN_PRECISION=int16" in str(info.value)
+
+
 def test_fp16_needs_an_fp16_datapath() -> None:
     program = program_conv_wide(NV_FULL, WideConvLayer(x=bits16([[[1.0]]]), w=bits16([[[[1.0]]]])))
     with pytest.raises(UnsupportedError, match="no fp16 datapath") as info:

@@ -166,6 +166,28 @@ def test_a_kernel_group_mask_larger_than_the_wmb_bank_is_unsupported():
         wc.read_weights(NV_FULL, mem, regs_for(NV_FULL, wmb_bytes=len(wmb), weight_bytes=128), 1, n, "int8")
 
 
+@pytest.mark.parametrize("entries", [254, 255])
+def test_a_kernel_group_mask_may_fill_the_wmb_bank_but_one_256_byte_refill(entries: int) -> None:
+    """The CDMA refills the 256-entry WMB bank in 256-byte (two-entry) requests while a group is in use: a
+    group whose mask leaves room for one such request (254 entries) is modelled and decompresses exactly; one
+    entry more (255) would need the refill flow control, which is not modelled, and is refused."""
+    per_kernel = entries * wc.ENTRY_BITS // 32  # one group of 32 int8 kernels spans exactly ``entries`` entries
+    values = [0] * (32 * per_kernel)
+    for i in range(0, len(values), 1021):
+        values[i] = i % 251 - 125 or 1
+    wmb, stream, wgs = compress_loop(values, 1, 32 * per_kernel)
+    assert len(wmb) == entries * wc.ENTRY_BYTES
+    mem = Memory()
+    load(mem, wmb, stream, wgs)
+    regs = regs_for(NV_FULL, wmb_bytes=len(wmb), weight_bytes=len(stream))
+    if entries <= 254:
+        raw = wc.read_weights(NV_FULL, mem, regs, 32, per_kernel, "int8")
+        assert raw.view(np.int8).tolist() == values
+    else:
+        with pytest.raises(UnsupportedError, match=f"spans {entries} WMB entries"):
+            wc.read_weights(NV_FULL, mem, regs, 32, per_kernel, "int8")
+
+
 def test_the_cdma_takes_one_wgs_word_per_kernel_group_only():
     """33 int8 kernels are two groups of atomic K: two WGS words. Whatever follows them in memory (the rest of
     their 32-byte atom, the next table) is no group's size and cannot make the WGS promise too much."""
