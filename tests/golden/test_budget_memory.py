@@ -101,3 +101,24 @@ def test_a_wide_scatter_counts_each_new_page_once(budget) -> None:
     mem.cvsram.write(0, b"\x01")  # the fourth page (both memories share the budget)
     with pytest.raises(MemoryBudgetError, match=r"pri_mem write at 0x40000000"):
         mem.dram.write(1 << 30, b"\x01")
+
+
+def test_a_fill_at_address_zero_is_checked_against_the_budget(budget) -> None:
+    """mem_init with a pattern allocates every page it covers: from address 0 too it is refused before any
+    page is allocated when they do not fit."""
+    budget(4 * PAGE_SIZE)
+    mem = Memory()
+    with pytest.raises(MemoryBudgetError, match=r"pri_mem write at 0x0 "):
+        mem.fill(0, 5 * PAGE_SIZE, 0xA5)
+    assert mem.dram.allocated_bytes() == 0
+
+
+def test_a_narrow_scatter_allocates_only_the_pages_it_writes(budget) -> None:
+    """A strided write far from its base address (a cube's last surfaces) takes the pages its bytes land in,
+    not the pages between the base and them, so it fits a budget of one page."""
+    budget(PAGE_SIZE)
+    mem = Memory()
+    offsets = np.array([0x30_0010, 0x30_0000, 0x30_0020], dtype=np.int64)
+    mem.dram.scatter(0x8000_0000, offsets, np.array([1, 2, 3], dtype=np.uint8))
+    assert mem.dram.allocated_bytes() == PAGE_SIZE
+    assert mem.dram.gather(0x8000_0000, offsets).tolist() == [1, 2, 3]

@@ -161,3 +161,15 @@ def test_absent_units_and_unmapped_addresses(dla):
     with pytest.raises(RegisterError, match="0x9ffc"):
         dla.write_reg(0x9FFC, 1)
     assert dla.read("NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0") == 1
+
+
+def test_status_reads_running_for_the_consumer_and_pending_for_the_other_group(dla: Dla) -> None:
+    """S_STATUS holds STATUS_0 in [1:0] and STATUS_1 in [17:16]: 0 IDLE (OP_EN clear), 1 RUNNING (armed and the
+    consumer), 2 PENDING (armed, waiting for the consumer to come round), as NVDLA's ``dp2reg_status_*``."""
+    dla.engines = {}  # nothing runs: armed groups stay armed
+    dla.write("NVDLA_PDP.S_POINTER_0", 1)
+    dla.write("NVDLA_PDP.D_OP_ENABLE_0", 1)
+    assert dla.read("NVDLA_PDP.S_STATUS_0") == 2 << 16  # group 1 armed, consumer still 0
+    dla.write("NVDLA_PDP.S_POINTER_0", 0)
+    dla.write("NVDLA_PDP.D_OP_ENABLE_0", 1)
+    assert dla.read("NVDLA_PDP.S_STATUS_0") == 1 | (2 << 16)

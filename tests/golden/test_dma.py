@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from golden.config import get_config
-from golden.dma import CountedMemory, Traffic, check_fits, dma_address
-from golden.errors import ConfigError
+from golden.dma import CountedMemory, Traffic, check_fits, dma_address, space_for
+from golden.errors import ConfigError, UnsupportedError
 from golden.layout import CubeLayout, read_cube, write_cube
 from golden.memory import Memory
 from golden.regs import UNITS, RegView
@@ -86,3 +86,35 @@ def test_a_counted_cube_access_counts_the_cube_bytes_not_its_span() -> None:
     assert (read_cube(space, 0x1000, layout) == data).all()
     assert traffic.snapshot() == ({"SDP": cube_bytes}, {"SDP": cube_bytes})
     assert (read_cube(mem.dram, 0x1000, layout) == data).all()  # the same bytes landed in memory
+
+
+def test_ram_type_0_is_cv_sram_and_needs_a_secondary_memory_interface() -> None:
+    """RAM_TYPE 0 selects CV-SRAM (1 primary DRAM): on nv_full it is the secondary memory, on nv_small, which has
+    no CVIF, it is refused naming the unit the config lacks rather than read as DRAM."""
+    mem = Memory()
+    assert space_for(FULL, mem, 0, "PDP.D_SRC_RAM_TYPE") is mem.cvsram
+    assert space_for(SMALL, mem, 1, "PDP.D_SRC_RAM_TYPE") is mem.dram
+    with pytest.raises(UnsupportedError, match=r"D_SRC_RAM_TYPE selects CV-SRAM, which nv_small does not have") as e:
+        space_for(SMALL, mem, 0, "PDP.D_SRC_RAM_TYPE")
+    assert e.value.unit == "CVIF"
+
+
+def test_a_counted_memory_defaults_to_dram_like_memory() -> None:
+    """An engine sees ``CountedMemory`` in place of ``Memory`` when traffic is counted; ``space()`` without a
+    RAM_TYPE is the primary DRAM for both, so counting never moves an access to another memory."""
+    mem = Memory()
+    CountedMemory(mem, Traffic(), "BDMA").space().write(0x40, b"\x5a")
+    assert mem.read(0x40, 1)[0] == 0x5A and mem.cvsram.allocated_bytes() == 0
+
+
+def test_traffic_since_a_snapshot_is_the_bytes_moved_after_it() -> None:
+    """The runtime charges each operation ``since(snapshot)``: per engine, bytes moved after the snapshot, an
+    engine new since then in full, and engines that moved nothing left out."""
+    traffic = Traffic()
+    traffic.count("PDP", read=10, written=3)
+    traffic.count("SDP", read=7)
+    before = traffic.snapshot()
+    traffic.count("PDP", read=6)
+    traffic.count("CDP", written=4)
+    assert traffic.since(before) == ({"PDP": 6}, {"CDP": 4})
+    assert traffic.since(traffic.snapshot()) == ({}, {})

@@ -90,3 +90,18 @@ def test_negative_addresses_and_sizes_are_refused():
     with pytest.raises(ValueError, match="negative address or size"):
         mem.dram.scatter(-8, np.arange(4), np.ones(4, dtype=np.uint8))
     assert mem.dram.allocated_bytes() == 0
+
+
+@pytest.mark.parametrize("bpe", [2, 4])
+def test_wide_elements_are_little_endian_and_read_back_signed_or_unsigned(bpe: int) -> None:
+    """An element of ``bpe`` bytes is stored least significant byte first (two's complement, truncated to its
+    width); a signed read sign-extends it, an unsigned one (fp16 bit patterns) zero-extends it."""
+    bits = 8 * bpe
+    lay = CubeLayout(channels=4, height=1, width=1, line_stride=4 * bpe, surf_stride=4 * bpe, atom=4, bpe=bpe)
+    values = [-1, (1 << (bits - 1)) - 1, -(1 << (bits - 1)), 0x1234_5678 & ((1 << (bits - 1)) - 1)]
+    mem = Memory()
+    write_cube(mem.dram, 0x100, lay, np.array(values).reshape(4, 1, 1))
+    raw = mem.read(0x100, 4 * bpe).tobytes()
+    assert raw == b"".join((v % (1 << bits)).to_bytes(bpe, "little") for v in values)
+    assert read_cube(mem.dram, 0x100, lay)[:, 0, 0].tolist() == values
+    assert read_cube(mem.dram, 0x100, lay, signed=False)[:, 0, 0].tolist() == [v % (1 << bits) for v in values]
