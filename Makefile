@@ -49,9 +49,9 @@ test: install
 #              [FUZZ_SEED=N]: report in build/regress/<timestamp>/ (build/regress/latest).
 regress: install
 	$(if $(filter nightly full,$(LEVEL)),$(BIN)/python -m pip install --quiet -e '.[frontends]')
-	$(BIN)/python -m regressions.regress $(if $(LEVEL),--level $(LEVEL)) --jobs $(JOBS) --launcher $(LAUNCHER) \
-	  $(if $(RERUN),--rerun $(RERUN)) $(if $(TAGS),--tags $(TAGS)) $(if $(UNITS),--units $(UNITS)) \
-	  $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
+	$(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) $(BIN)/python -m regressions.regress $(if $(LEVEL),--level $(LEVEL)) \
+	  --jobs $(JOBS) --launcher $(LAUNCHER) \
+	  $(if $(RERUN),--rerun $(RERUN)) $(if $(TAGS),--tags $(TAGS)) $(if $(UNITS),--units $(UNITS))
 
 # make fuzz [FUZZ_SECONDS=300] [TARGET=golden|verilator|icarus] [DUT=rtl|nvdla-nv_small] [FUZZ_SEED=N] [PROPERTY=sdp]
 fuzz: install

@@ -69,6 +69,29 @@ def _rerun_nodeids(spec: str, out: Path) -> tuple[list[str], Path]:
     return ids, path.resolve().parent
 
 
+#: The run seed in CI (``$CI`` true) unless ``FUZZ_SEED`` says otherwise: a red CI must reproduce and a green one
+#: stay green; exploring other seeds is the nightly and soak jobs' role (``FUZZ_SEED=random``).
+CI_SEED = 1
+
+
+def run_seed(arg: int | None, environ) -> tuple[int, str]:
+    """The run seed and where it came from: ``--seed``, else ``$FUZZ_SEED`` (a number, or ``random``), else the
+    fixed ``CI_SEED`` when ``$CI`` is true, else random. ``ListError`` (one line, exit 2) on a malformed value."""
+    if arg is not None:
+        return arg, "--seed"
+    value = environ.get("FUZZ_SEED", "").strip()
+    if value.lower() == "random":
+        return random.randrange(2**32), "FUZZ_SEED=random"
+    if value:
+        try:
+            return int(value, 0), "FUZZ_SEED"
+        except ValueError:
+            raise ListError(f"FUZZ_SEED={value!r}: not an integer (or 'random')") from None
+    if environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
+        return CI_SEED, "CI: fixed seed, FUZZ_SEED=random explores"
+    return random.randrange(2**32), "random"
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     levels = lists.load_levels(args.lists)
     units = lists.load_units(levels, args.lists)
@@ -93,7 +116,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         selected = [u.id for u in lists.select(units, level_name, _csv(args.tags), _csv(args.units))]
     if not selected:
         raise ListError(f"level {level_name}: no unit matches --tags/--units")
-    seed = args.seed if args.seed is not None else int(os.environ.get("FUZZ_SEED") or random.randrange(2**32))
+    seed, why = run_seed(args.seed, os.environ)
     previous = out / "latest"
     durations = previous_durations(previous) if previous.is_dir() else {}
     run_dir = new_run_dir(out)
@@ -106,7 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"regress: warning: unit {u.id} ({u.origin}): no file matches {pattern}", file=sys.stderr)
     what = f"{len(nodeids)} failed test(s) of {rerun_of}" if nodeids else f"{len(selected)} units"
     print(f"regress: level {level_name}, {what}, launcher {args.launcher}, jobs {args.jobs}, seed {seed} "
-          f"(FUZZ_SEED={seed} reproduces), design {plan.design_hash}\nregress: report -> {run_dir}", flush=True)
+          f"({why}; FUZZ_SEED={seed} reproduces), design {plan.design_hash}\nregress: report -> {run_dir}", flush=True)
     interrupted, status, stop_code = False, None, EXIT_SIGINT
     restore_sigterm = raise_on_sigterm()  # CI's SIGTERM stops the run like Ctrl-C: the report is written
     try:
