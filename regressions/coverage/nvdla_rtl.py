@@ -8,7 +8,7 @@ Both pools run on one coverage build of the named DUT ``nvdla-nv_small`` (``tb.d
 
 - **traces**: every trace of NVDLA's nv_small suite (``$NVDLA_TRACES/nv_small``, default
   ``../shared/nvdla/traces/nv_small``: 85, of which 70 pass and 15 are N/A on nv_small) as shipped, fixed AXI
-  timing, one simulation per trace (``--jobs`` shard processes);
+  timing, one simulation per trace, ``--jobs`` at a time (most expensive first);
 - **suite**: our suites on that DUT, the ``[[unit]]``s of ``regressions/lists/*.toml`` whose tests live in
   ``regressions/rtl/test_nvdla_rtl_*.py`` (Verilator; not the unit replaying NVDLA's traces, nor nv_full) at
   ``--level`` (units of that level and below, with the level's environment from ``levels.toml``: example counts,
@@ -16,17 +16,18 @@ Both pools run on one coverage build of the named DUT ``nvdla-nv_small`` (``tb.d
   and this module as a plugin. The plugin keeps ``$DLA_RTL_COVERAGE_DIR`` set for each test's body (the suites'
   ``no_rtl_coverage`` fixture removes it for ``make regress``, which does not measure NVDLA's RTL).
 
-Every simulation's ``.dat`` (hundreds of MB for nv_small) is reduced as soon as it is written: its points are
-added to the pool's merged counts, and the source lines it ran (line/branch points hit) are kept per simulation
-(per trace, per test) in ``<pool>/sims/<id>.json``; the raw file is then deleted (``--keep-dat`` keeps it). So
-``--which FILE:LINE`` (or ``covering()``) tells which traces and tests run a line: what a mutation campaign on
-NVDLA's RTL needs to pick the tests of a mutant.
+Every simulation's ``.dat`` (140 MB for nv_small) is reduced as soon as it is written: the points it hit go to
+``<pool>/hits/<id>.dat.gz`` (about 1 MB, a Verilator coverage file), the source lines it ran (line/branch points
+hit) to ``<pool>/sims/<id>.json`` (per trace, per test); the raw file is then deleted (``--keep-dat`` keeps it).
+So ``--which FILE:LINE`` (or ``covering()``) tells which traces and tests run a line: what a mutation campaign
+on NVDLA's RTL needs to pick the tests of a mutant. ``--resume`` keeps what ``--out``'s pools hold (traces
+already measured are not played again; suite units can be added one invocation at a time).
 
-Outputs in ``--out``: ``<pool>/merged.dat`` (readable by ``verilator_coverage``), ``<pool>/summary.json``
-(per unit and per file: lines, branches, toggles, uncovered lines), ``<pool>/uncovered.json`` (unit -> file ->
-every uncovered line as ranges), ``<pool>/sims/*.json``, and for both pools ``summary.json`` / ``report.md``:
-per unit, lines and toggles of traces and suite, whether the suite is ahead (at least as many lines and toggles
-hit, more of one), and the lines only the traces run. The regression report shows that table
+Outputs in ``--out``: ``<pool>/merged.dat`` (every point, readable by ``verilator_coverage``),
+``<pool>/summary.json`` (per unit and per file: lines, branches, toggles, uncovered lines), ``<pool>/uncovered.json``
+(unit -> file -> every uncovered line as ranges), and for both pools ``summary.json`` / ``report.md``: per unit,
+lines and toggles of traces and suite, whether the suite is ahead (at least as many lines and toggles hit, more
+of one), and the lines only the traces run (all of them in ``only-traces.json``). The regression report shows that table
 (``regressions.regress.report``).
 """
 from __future__ import annotations
@@ -35,10 +36,13 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -65,39 +69,56 @@ PLUGIN_UNITS_ENV = "DLA_NVDLA_COV_UNITS"
 
 # ---- reducing simulations as they finish ---------------------------------------------------------------------
 class Collector:
-    """Merged points of one pool in one process, and the lines each simulation (or test) ran."""
+    """Reduces each simulation's (or test's) ``.dat`` files as they are written: the points they hit go to
+    ``hits/<id>.dat.gz`` (a Verilator coverage file of the nonzero points: about 1 MB where nv_small's raw file is
+    140 MB), the source lines they ran to ``sims/<id>.json``; the first one also leaves every point name (count 0)
+    in ``universe.dat.gz``. A pool's ``merged.dat`` is the universe plus every hits file (``finish_pool``)."""
 
     def __init__(self, pool_dir: Path, keep_dat: bool = False) -> None:
         self.pool_dir = Path(pool_dir)
         self.keep_dat = keep_dat
-        self.points: dict[str, int] = {}
         self.classifier = rtl.Classifier(rtl.default_trees())
         self.bad: list[str] = []
 
     def take(self, sim_id: str, files: Iterable[Path], **facts: object) -> dict:
-        """Fold ``files`` (one simulation's or one test's ``.dat``) into the pool and write ``sims/<id>.json``:
-        ``facts`` plus ``{"dat": n, "lines": {tree: {file: "ranges"}}}``."""
+        """Reduce ``files`` (one simulation's, or one test's simulations') into ``hits/<id>.dat.gz`` and
+        ``sims/<id>.json`` (``facts`` plus ``{"dat": n, "hits", "lines": {tree: {file: "ranges"}}}``); the raw files
+        are then deleted unless ``keep_dat``."""
         files = sorted(files)
         part, bad = rtl.merge_dats(files)
         self.bad += [str(b) for b in bad]
-        for name, count in part.items():
-            self.points[name] = self.points.get(name, 0) + count
-        lines = self.classifier.hit_lines(part)
-        record = {"id": sim_id, **facts, "dat": len(files) - len(bad),
+        universe = self.pool_dir / UNIVERSE
+        if part and not universe.is_file():
+            rtl.write_dat(universe, dict.fromkeys(part, 0))
+        hits = {name: count for name, count in part.items() if count}
+        stem = safe_name(sim_id)
+        if hits:
+            rtl.write_dat(self.pool_dir / "hits" / f"{stem}.dat.gz", hits)
+        lines = self.classifier.hit_lines(hits)
+        record = {"id": sim_id, **facts, "dat": len(files) - len(bad), "hits": f"hits/{stem}.dat.gz" if hits else None,
                   "lines": {tree: {f: rtl.line_ranges(ls) for f, ls in files_.items()} for tree, files_ in lines.items()}}
-        write_atomic(self.pool_dir / "sims" / f"{safe_name(sim_id)}.json", json.dumps(record))
+        write_atomic(self.pool_dir / "sims" / f"{stem}.json", json.dumps(record))
         if not self.keep_dat:
             for f in files:
                 if str(f) not in self.bad:
                     f.unlink(missing_ok=True)
         return record
 
-    def flush(self, path: Path) -> None:
-        rtl.write_dat(path, self.points)
+
+UNIVERSE = "universe.dat.gz"
 
 
 def safe_name(text: str) -> str:
     return re.sub(r"[^\w.-]+", "_", text).strip("_")[:150] or "x"
+
+
+def _fresh(pool_dir: Path, resume: bool) -> None:
+    """Start a pool's folder over, unless resuming (what it holds counts; done traces are not run again)."""
+    if not resume:
+        for sub in ("sims", "hits", "raw", "runs"):
+            shutil.rmtree(pool_dir / sub, ignore_errors=True)
+        (pool_dir / UNIVERSE).unlink(missing_ok=True)
+    pool_dir.mkdir(parents=True, exist_ok=True)
 
 
 # ---- pool: NVDLA's traces ------------------------------------------------------------------------------------
@@ -124,30 +145,68 @@ def build_dut(coverage_dir: Path) -> dict:
     return {"directory": str(built.directory), "cached": built.cached, "seconds": round(built.seconds, 1)}
 
 
-def run_trace_shard(pool_dir: Path, cfgs: list[str], shard: int, keep_dat: bool = False) -> None:
-    """Play ``cfgs`` one simulation each (in this process, one after the other), reducing each one's coverage."""
+def run_one_trace(cfg: str, raw: Path) -> None:
+    """``--one``: play one trace in one simulation (coverage into ``$DLA_RTL_COVERAGE_DIR`` = ``raw``, set by the
+    caller) and write its outcome to ``raw/outcome.json``."""
     from app.targets import register_simulators
-    from tb.runner import RTL_COVERAGE_ENV
     from tb.suite import run_traces
 
     register_simulators()
-    collector = Collector(pool_dir, keep_dat)
-    options = nvdla_options(runs_root=str(pool_dir / "runs"))
-    for cfg in cfgs:
+    start = time.perf_counter()
+    [outcome] = run_traces([(cfg, CONFIG)], SIMULATOR, workers=1,
+                           options=nvdla_options(runs_root=str(raw.parent.parent / "runs")))
+    write_atomic(raw / "outcome.json", json.dumps({"status": outcome.status, "detail": outcome.detail,
+                                                   "seconds": round(time.perf_counter() - start, 1)}))
+
+
+def run_traces_pool(out: Path, jobs: int, keep_dat: bool = False, only: list[str] | None = None,
+                    resume: bool = False) -> dict:
+    """NVDLA's traces, one simulation each, ``jobs`` at a time (most expensive first), each reduced as it ends."""
+    from runtime.trace import find_traces
+    from tb.balance import trace_cost
+    from tb.runner import RTL_COVERAGE_ENV
+
+    pool_dir = out / "traces"
+    _fresh(pool_dir, resume)
+    root = traces_root()
+    cfgs = [str(c) for c in find_traces(root)]
+    if only:
+        cfgs = [c for c in cfgs if Path(c).parent.name in only]
+    if not cfgs:
+        raise SystemExit(f"nvdla_rtl: no traces under {root} (set NVDLA_TRACES)")
+    done = {p.stem for p in (pool_dir / "sims").glob("*.json")}
+    todo = sorted((c for c in cfgs if safe_name(Path(c).parent.name) not in done), key=lambda c: -trace_cost(c, CONFIG))
+    start = time.perf_counter()
+    build_info = build_dut(pool_dir / "raw")
+    collector, lock = Collector(pool_dir, keep_dat), threading.Lock()
+
+    def one(cfg: str) -> None:
         name = Path(cfg).parent.name
         raw = pool_dir / "raw" / safe_name(name)
-        os.environ[RTL_COVERAGE_ENV] = str(raw)
-        start = time.perf_counter()
-        [outcome] = run_traces([(cfg, CONFIG)], SIMULATOR, workers=1, options=options)
-        seconds = round(time.perf_counter() - start, 1)
-        collector.take(name, raw.glob("*.dat"), kind="trace", status=outcome.status, detail=outcome.detail,
-                       seconds=seconds)
-        print(f"nvdla_rtl: trace {name}: {outcome.status} ({seconds} s)", flush=True)
+        shutil.rmtree(raw, ignore_errors=True)
+        raw.mkdir(parents=True)
+        env = _child_env()
+        env[RTL_COVERAGE_ENV] = str(raw)
+        proc = subprocess.run([sys.executable, "-m", "regressions.coverage.nvdla_rtl", "--one", cfg, "--out", str(raw)],
+                              cwd=REPO, env=env, capture_output=True, text=True)
+        try:
+            outcome = json.loads((raw / "outcome.json").read_text())
+        except (OSError, ValueError):
+            outcome = {"status": "ERROR", "detail": f"exit {proc.returncode}: {proc.stderr.strip()[-400:]}"}
+        (raw / "outcome.json").unlink(missing_ok=True)
+        with lock:
+            collector.take(name, raw.glob("*.dat"), kind="trace", **outcome)
+        print(f"nvdla_rtl: trace {name}: {outcome['status']} ({outcome.get('seconds')} s)", flush=True)
         if not keep_dat:
             _rmdir(raw)
-    collector.flush(pool_dir / f"merged-shard{shard}.dat")
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, todo))
+    seconds = time.perf_counter() - start
     if collector.bad:
         print(f"nvdla_rtl: unreadable coverage files: {', '.join(collector.bad)}", file=sys.stderr)
+    return finish_pool(pool_dir, "traces", seconds, build_info,
+                       {"root": str(root), "traces": len(cfgs), "ran": len(todo)})
 
 
 def _rmdir(path: Path) -> None:
@@ -155,35 +214,6 @@ def _rmdir(path: Path) -> None:
         path.rmdir()
     except OSError:
         pass
-
-
-def run_traces_pool(out: Path, jobs: int, keep_dat: bool = False, only: list[str] | None = None) -> dict:
-    from tb.balance import balanced_parts, trace_cost
-
-    from runtime.trace import find_traces
-
-    pool_dir = out / "traces"
-    pool_dir.mkdir(parents=True, exist_ok=True)
-    root = traces_root()
-    cfgs = [str(c) for c in find_traces(root)]
-    if only:
-        cfgs = [c for c in cfgs if Path(c).parent.name in only]
-    if not cfgs:
-        raise SystemExit(f"nvdla_rtl: no traces under {root} (set NVDLA_TRACES)")
-    start = time.perf_counter()
-    build_info = build_dut(pool_dir / "raw")
-    n = max(1, min(jobs, len(cfgs)))
-    parts = balanced_parts(list(range(len(cfgs))), [trace_cost(c, CONFIG) for c in cfgs], n)
-    procs = []
-    for k, part in enumerate(parts):
-        args = [sys.executable, "-m", "regressions.coverage.nvdla_rtl", "--shard", str(k), "--out", str(pool_dir),
-                *(["--keep-dat"] if keep_dat else []), "--", *(cfgs[i] for i in part)]
-        procs.append(subprocess.Popen(args, cwd=REPO, env=_child_env()))
-    codes = [p.wait() for p in procs]
-    if any(codes):
-        raise SystemExit(f"nvdla_rtl: trace shard(s) failed: exit codes {codes}")
-    seconds = time.perf_counter() - start
-    return finish_pool(pool_dir, "traces", seconds, build_info, {"root": str(root), "traces": len(cfgs)})
 
 
 def _child_env() -> dict[str, str]:
@@ -214,11 +244,11 @@ def suite_units(level: str) -> list:
 
 
 def run_suite_pool(out: Path, level: str, jobs: int, keep_dat: bool = False, seed: int | None = None,
-                   units: list[str] | None = None, extra: list[str] | None = None) -> dict:
+                   units: list[str] | None = None, extra: list[str] | None = None, resume: bool = False) -> dict:
     from regressions.regress.lists import load_levels
 
     pool_dir = out / "suite"
-    pool_dir.mkdir(parents=True, exist_ok=True)
+    _fresh(pool_dir, resume)
     chosen = suite_units(level)
     if units:
         unknown = set(units) - {u.id for u in chosen}
@@ -316,22 +346,15 @@ def pytest_runtest_logfinish(nodeid: str, location) -> None:
                               worker=_PLUGIN["worker"])
 
 
-def pytest_unconfigure(config) -> None:
-    if _PLUGIN and _PLUGIN["collector"] is not None:
-        _PLUGIN["collector"].flush(_PLUGIN["pool"] / f"merged-{_PLUGIN['worker']}-{os.getpid()}.dat")
-
-
 # ---- a pool's figures ----------------------------------------------------------------------------------------
 def finish_pool(pool_dir: Path, pool: str, seconds: float, build_info: dict, facts: dict) -> dict:
-    """Merge the pool's per-process files into ``merged.dat`` and write its ``summary.json`` and
+    """Merge the pool's universe and hits files into ``merged.dat`` and write its ``summary.json`` and
     ``uncovered.json``; returns the summary."""
-    parts = sorted(p for p in pool_dir.glob("merged-*.dat"))
+    parts = [p for p in [pool_dir / UNIVERSE] if p.is_file()] + sorted((pool_dir / "hits").glob("*.dat.gz"))
     points, bad = rtl.merge_dats(parts)
     if bad:
-        raise SystemExit(f"nvdla_rtl: unreadable merged files: {', '.join(map(str, bad))}")
+        raise SystemExit(f"nvdla_rtl: unreadable coverage files: {', '.join(map(str, bad))}")
     rtl.write_dat(pool_dir / "merged.dat", points)
-    for p in parts:
-        p.unlink()
     summary = pool_summary(pool_dir, pool, points)
     summary.update(seconds=round(seconds, 1), build=build_info, **facts)
     write_atomic(pool_dir / "summary.json", json.dumps(summary, indent=1))
@@ -556,13 +579,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--units", help="only these suite units (comma separated)")
     ap.add_argument("--traces", help="only these traces (comma separated names)")
     ap.add_argument("--keep-dat", action="store_true", help="keep every simulation's raw .dat")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep what --out's pools hold (traces already measured are not run again)")
     ap.add_argument("--compare", action="store_true", help="only recompute the comparison of --out's pools")
     ap.add_argument("--which", metavar="FILE:LINE", help="list the traces and tests of --out that run a line")
-    ap.add_argument("--shard", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("cfgs", nargs="*", help=argparse.SUPPRESS)
+    ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.shard is not None:
-        run_trace_shard(args.out, args.cfgs, args.shard, args.keep_dat)
+    if args.one:
+        run_one_trace(args.one, args.out)
         return 0
     out = (args.out or (DEFAULT_OUT / "latest" if args.which or args.compare else default_out())).resolve()
     if args.which:
@@ -575,10 +599,11 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if not args.compare:
         if args.pool in ("traces", "both"):
-            run_traces_pool(out, args.jobs, args.keep_dat, args.traces.split(",") if args.traces else None)
+            run_traces_pool(out, args.jobs, args.keep_dat, args.traces.split(",") if args.traces else None,
+                            args.resume)
         if args.pool in ("suite", "both"):
             run_suite_pool(out, args.level, args.jobs, args.keep_dat, args.seed,
-                           args.units.split(",") if args.units else None)
+                           args.units.split(",") if args.units else None, resume=args.resume)
     result = compare(out)
     _latest(out)
     print("\n".join(markdown(result)))

@@ -33,6 +33,7 @@ copied or annotated here: the uncovered lines are listed instead (``nvdla-uncove
 """
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from collections import defaultdict
@@ -92,10 +93,16 @@ class FileCoverage:
 
 
 # ---- the .dat format ------------------------------------------------------------------------------------
+def _open_text(path: Path):
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", errors="surrogateescape")
+    return open(path, encoding="utf-8", errors="surrogateescape")
+
+
 def read_dat(path: Path) -> dict[str, int]:
-    """Point name -> count of one coverage file."""
+    """Point name -> count of one coverage file (gzip-compressed when its name ends in ``.gz``)."""
     points: dict[str, int] = {}
-    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+    with _open_text(path) as f:
         first = f.readline().rstrip("\n")
         if first != HEADER:
             raise ValueError(f"{path}: not a Verilator coverage file (first line {first[:40]!r})")
@@ -116,7 +123,7 @@ def merge_dats(files: Iterable[Path], points: dict[str, int] | None = None) -> t
     for path in files:
         try:
             part = read_dat(path)
-        except (OSError, ValueError):
+        except (OSError, ValueError, EOFError):
             bad.append(path)
             continue
         for name, count in part.items():
@@ -125,9 +132,11 @@ def merge_dats(files: Iterable[Path], points: dict[str, int] | None = None) -> t
 
 
 def write_dat(path: Path, points: dict[str, int]) -> None:
-    """Write merged points in Verilator's format (readable by ``verilator_coverage``), atomically (dlaio)."""
+    """Write merged points in Verilator's format (readable by ``verilator_coverage``), atomically (dlaio);
+    gzip-compressed when the name ends in ``.gz``."""
     text = HEADER + "\n" + "".join(f"C '{name}' {points[name]}\n" for name in sorted(points))
-    write_atomic(path, text.encode("utf-8", errors="surrogateescape"))
+    data = text.encode("utf-8", errors="surrogateescape")
+    write_atomic(path, gzip.compress(data, 6, mtime=0) if str(path).endswith(".gz") else data)
 
 
 def point_keys(name: str) -> dict[str, str]:

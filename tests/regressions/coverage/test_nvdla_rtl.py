@@ -123,7 +123,6 @@ def _pool(out: Path, pool: str, sims: dict[str, list[str]], statuses: dict[str, 
         dat = write_dat(pool_dir / "raw" / f"s{i}.dat", *points)
         collector.take(sim, [dat], status=(statuses or {}).get(sim, "PASS"))
         assert not dat.exists()  # reduced, then deleted
-    collector.flush(pool_dir / "merged-shard0.dat")
     return nvdla_rtl.finish_pool(pool_dir, pool, 1.5, {"cached": True}, {"level": "ci"} if pool == "suite" else {})
 
 
@@ -158,9 +157,11 @@ def test_traces_against_suite_per_unit(nvdla, tmp_path):
     md = (out / "report.md").read_text()
     assert "| pdp | 2/3 (66.7%) | 3/3 (100.0%) | 1/1 (100.0%) | 0/1 (0.0%) | no | 0 |" in md
     assert json.loads((out / "summary.json").read_text())["units"] == result["units"]
-    # The merged pool files stay readable as Verilator coverage.
+    # Each simulation keeps the points it hit (a coverage file); the merged file has every point.
+    hits = rtl.read_dat(out / "traces" / "hits" / "pdp_trace.dat.gz")
+    assert sorted(hits.values()) == [1, 1]
     merged = rtl.read_dat(out / "traces" / "merged.dat")
-    assert sum(merged.values()) == 4 and not list((out / "traces").glob("merged-*.dat"))
+    assert len(merged) == 5 and sum(merged.values()) == 4
     # Which simulations run a line (what a mutation campaign asks).
     assert nvdla_rtl.covering(out, "vmod/nvdla/pdp/NV_NVDLA_PDP_core.v", 6) == {
         "traces": ["na_trace", "pdp_trace"], "suite": ["tests/a.py::test_pdp"]}
@@ -246,8 +247,10 @@ def test_the_plugin_keeps_coverage_on_and_reduces_per_test(nvdla, tmp_path):
     assert set(sims) == {"test_sim[1]", "test_sim[2]"}
     assert sims["test_sim[1]"]["status"] == "passed" and sims["test_sim[1]"]["dat"] == 1
     assert sims["test_sim[2]"]["lines"]["nvdla"] == {"vmod/nvdla/cdma/NV_NVDLA_CDMA_dc.v": "3"}
-    [merged] = pool.glob("merged-main-*.dat")
-    assert list(rtl.read_dat(merged).values()) == [3]
+    assert list(rtl.read_dat(pool / nvdla_rtl.UNIVERSE).values()) == [0]
+    summary = nvdla_rtl.finish_pool(pool, "suite", 1.0, {}, {})
+    assert summary["sims"] == 2 and summary["statuses"] == {"passed": 2}
+    assert list(rtl.read_dat(pool / "merged.dat").values()) == [3]
     assert not list((pool / "raw").rglob("*.dat"))
 
 
