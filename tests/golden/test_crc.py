@@ -2,36 +2,18 @@
 memory. Its values against zlib are in test_budget_memory.py; this file pins its argument checking."""
 from __future__ import annotations
 
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
 
 from golden.crc import crc32_zeros
-
-
-@contextmanager
-def watchdog(seconds: float) -> Iterator[None]:
-    """Turn a hang into a failure: the call under test returns at once or raises, so this never fires
-    unless the code loops forever."""
-    def expire(signum: int, frame: object) -> None:
-        raise TimeoutError(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+from runtime.deadline import wall_clock
 
 
 @pytest.mark.parametrize("nbytes", [-1, -2, -(1 << 40)])
 def test_a_negative_length_is_refused(nbytes: int) -> None:
     """A CRC over a negative number of bytes (an underflowed size) is a caller's error and must be refused:
     the square-and-multiply loop would never end on -1, whose right shift stays -1."""
-    with watchdog(10.0), pytest.raises(ValueError, match="negative length"):
+    # the wall clock turns a hang into a failure (its DeadlineExceeded is no ValueError); it never fires otherwise
+    with pytest.raises(ValueError, match="negative length"), wall_clock(10.0, "crc32_zeros"):
         crc32_zeros(0, nbytes)
 
 
