@@ -58,10 +58,12 @@ fuzz: install
 	$(BIN)/python -m regressions.fuzz --seconds $(FUZZ_SECONDS) --target $(TARGET) $(if $(DUT),--dut $(DUT)) \
 	  $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) $(if $(PROPERTY),--property $(PROPERTY))
 
-# make mutate [TARGET=golden] [UNIT=sdp] [N=300] [JOBS=2]: a mutation campaign (build/mutate/TARGET/report.md)
+# make mutate [TARGET=golden|rtl|nvdla-rtl] [UNIT=sdp] [N=300] [JOBS=2] [MIN_SCORE=0.95]: a mutation campaign
+# (build/mutate/TARGET/report.md; rtl: our rtl/, units dla_pdp, dla_sdp_x ...; nvdla-rtl: NVDLA's nv_small datapath,
+# units cdma csc cmac cacc sdp pdp cdp, one schemata build, N defaults to 300)
 mutate: install
 	$(BIN)/python -m regressions.mutate $(TARGET) $(if $(UNIT),--unit $(UNIT)) $(if $(N),-n $(N)) \
-	  --jobs $(if $(filter auto,$(JOBS)),2,$(JOBS))
+	  $(if $(MIN_SCORE),--min-score $(MIN_SCORE)) --jobs $(if $(filter auto,$(JOBS)),2,$(JOBS))
 
 # make rtl-coverage [LEVEL=ci|nightly] [POOL=both|traces|suite] [JOBS=2] [FUZZ_SEED=N]: Verilator line/toggle coverage
 # of NVDLA's nv_small RTL per unit, NVDLA's traces vs our suites (build/rtl-coverage/<time>/report.md; latest)

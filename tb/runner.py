@@ -59,6 +59,10 @@ FAILED_BUILD_TTL_S = 120.0
 DEFAULT_OPTIONS = {"verilator": ("-Wno-fatal", "--no-timing"), "icarus": ()}
 #: Directory collecting RTL coverage; setting it makes Verilator builds coverage builds.
 RTL_COVERAGE_ENV = "DLA_RTL_COVERAGE_DIR"
+#: Extra runtime plusargs given to every simulation, whitespace-separated (e.g. ``+mut=17``: the mutant a
+#: mutation campaign's schemata build plays, ``regressions.mutate.nvdla``); the RTL reads them with
+#: ``$value$plusargs``/``$test$plusargs``. Not part of the build: one build serves every value.
+PLUSARGS_ENV = "DLA_SIM_PLUSARGS"
 #: Verilator options of a coverage build (``--coverage`` would add user points too; our RTL has none).
 RTL_COVERAGE_OPTIONS = ("--coverage-line", "--coverage-toggle")
 _HDL_SUFFIXES = (".v", ".vh", ".sv", ".svh", ".vlib", ".h", ".inc", ".vlt")
@@ -521,6 +525,7 @@ def simulate(build_: Build, jobs: JobFile, directory: Path, *, waves: bool = Fal
         plusargs += _coverage_plusargs(build_, directory)
     if build_.simulator == "verilator":
         plusargs += main_plusargs()
+    plusargs += os.environ.get(PLUSARGS_ENV, "").split()
     log = directory / "sim.log"
     results = directory / "results.xml"
     # The job file is found as ./jobs.json (the simulation runs in `directory`): no process-wide

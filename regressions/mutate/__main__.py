@@ -1,6 +1,10 @@
-"""``make mutate TARGET=golden [UNIT=sdp] [N=300] [JOBS=2]``: a mutation campaign (``regressions.mutate``).
+"""``make mutate TARGET=golden|rtl|nvdla-rtl [UNIT=sdp] [N=300] [JOBS=2]``: a mutation campaign (``regressions.mutate``).
 
-    python -m regressions.mutate golden [--unit U] [-n N] [--seed S] [--jobs J] [--out DIR] [--rebuild-map]
+    python -m regressions.mutate golden|rtl|nvdla-rtl [--unit U] [-n N] [--seed S] [--jobs J] [--out DIR] [--rebuild-map]
+
+``golden``: the Python golden model (cosmic-ray mutants, a coverage map); ``rtl``: our Verilog in ``rtl/``
+(``regressions.mutate.rtl``); ``nvdla-rtl``: NVDLA's nv_small datapath (``regressions.mutate.nvdla``, mutant
+schemata in one build). One results format, report and triage for all.
 
 The coverage map (which tests run which line) is built once per campaign directory and reused until
 ``--rebuild-map`` (or a model file changes); results accumulate in ``DIR/results.jsonl`` and a rerun
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import sys
 from pathlib import Path
 
@@ -20,11 +25,13 @@ from regressions.mutate.select import GOLDEN_POOL, CoverageMap, build_map
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = {"golden": (golden_files, GOLDEN_POOL)}
+#: Verilog targets: module with ``campaign(root, args) -> (mutants, results, report root, campaign dir)``
+VERILOG_TARGETS = {"rtl": "regressions.mutate.rtl", "nvdla-rtl": "regressions.mutate.nvdla"}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m regressions.mutate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("target", choices=sorted(TARGETS))
+    ap.add_argument("target", choices=sorted([*TARGETS, *VERILOG_TARGETS]))
     ap.add_argument("--unit", help="one unit (module name, e.g. sdp)")
     ap.add_argument("-n", type=int, default=None, help="sample N mutants evenly across units (default: all)")
     ap.add_argument("--seed", type=int, default=1, help="the sample's seed (default 1)")
@@ -33,6 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rebuild-map", action="store_true", help="measure the coverage map again")
     ap.add_argument("--min-score", type=float, default=None, help="exit 1 below this score (0..1)")
     args = ap.parse_args(argv)
+    if args.target in VERILOG_TARGETS:
+        try:
+            mutants, results, report_root, out = importlib.import_module(VERILOG_TARGETS[args.target]).campaign(
+                ROOT, args)
+        except ValueError as exc:
+            print(f"mutate: {exc}", file=sys.stderr)
+            return 2
+        return _summarise(args, write_report(report_root, args.target, mutants, results, out), out)
     files_of, pool = TARGETS[args.target]
     try:
         files = files_of(ROOT, args.unit)
@@ -55,10 +70,15 @@ def main(argv: list[str] | None = None) -> int:
     mutants = sample(enumerate_mutants(ROOT, files), args.n, args.seed)
     map_id = hashlib.sha256(stamp_path.read_text().encode()).hexdigest()[:16]
     results = run_campaign(ROOT, mutants, cmap, out, jobs=args.jobs, map_id=map_id)
-    summary = write_report(ROOT, args.target, mutants, results, out)
+    return _summarise(args, write_report(ROOT, args.target, mutants, results, out), out)
+
+
+def _summarise(args, summary: dict, out: Path) -> int:
     s = summary["score"]
     print(f"{args.target}: {summary['killed']} killed, {summary['survived']} survived, {summary['equivalent']} "
           f"equivalent of {summary['mutants']}: score {s:.1%}" if s is not None else f"{args.target}: no mutants")
+    if "suite_not_traces" in summary:
+        print(f"{args.target}: killed by our suite but not by the traces alone: {summary['suite_not_traces']}")
     print(f"report: {out / 'report.md'}")
     return 1 if args.min_score is not None and (s is None or s < args.min_score) else 0
 

@@ -8,7 +8,11 @@ fastest first) and puts the file back. Outcomes:
   same tests collect without it: a kill);
 * ``timeout``: slower than five times the tests' measured time plus 30 s (an infinite loop: a kill);
 * ``survived``: every covering test passed; ``no_coverage``: no test executes the line (survives unrun);
-* ``not_applied``: the operator no longer applies (the file changed since enumeration: not counted).
+* ``not_applied``: the operator no longer applies (the file changed since enumeration: not counted);
+  ``invalid``: the mutated design does not compile (a Verilog mutant the simulator refuses: not counted).
+
+Verilog targets (``regressions.mutate.rtl``, ``regressions.mutate.nvdla``) pass their own ``runner`` (one mutant ->
+Result); NVDLA's records which pool killed it (``killed_by_traces``, ``killed_by_suite``: None when not run).
 
 Every result is one JSON line appended as soon as it is known, with the file's hash: a rerun skips mutants
 already decided for an unchanged file, so an interrupted campaign resumes where it stopped.
@@ -53,6 +57,9 @@ class Result:
     hash: str
     #: the coverage map (model files and tests) a missed mutant was decided with: a newer map runs it again
     map: str = ""
+    #: which test pools killed it (NVDLA's own traces, our suites), None when that pool did not run
+    killed_by_traces: bool | None = None
+    killed_by_suite: bool | None = None
 
 
 def read_results(path: Path) -> dict[str, Result]:
@@ -131,8 +138,11 @@ def run_one(root: Path, work: Path, m: Mutant, cmap: CoverageMap) -> Result:
 
 
 def run_campaign(root: Path, mutants: list[Mutant], cmap: CoverageMap, out: Path, jobs: int = 2,
-                 say: Callable[[str], None] = print, map_id: str = "") -> dict[str, Result]:
-    """Run every undecided mutant of ``mutants``; returns all decided results (earlier ones included)."""
+                 say: Callable[[str], None] = print, map_id: str = "", runner: Callable[..., Result] = run_one,
+                 copy: bool = True) -> dict[str, Result]:
+    """Run every undecided mutant of ``mutants``; returns all decided results (earlier ones included).
+    ``runner(root, work, mutant, cmap)`` decides one mutant in worker directory ``work`` (a copy of the tree,
+    or an empty directory when ``copy`` is False)."""
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.jsonl"
     done = read_results(results_path)
@@ -143,7 +153,10 @@ def run_campaign(root: Path, mutants: list[Mutant], cmap: CoverageMap, out: Path
     workers: queue.Queue[Path] = queue.Queue()
     for i in range(max(1, min(jobs, len(todo)))):
         w = out / "work" / f"w{i}"
-        _copy_tree(root, w)
+        if copy:
+            _copy_tree(root, w)
+        else:
+            w.mkdir(parents=True, exist_ok=True)
         workers.put(w)
     lock = threading.Lock()
     counts: dict[str, int] = {}
@@ -152,7 +165,7 @@ def run_campaign(root: Path, mutants: list[Mutant], cmap: CoverageMap, out: Path
     def task(m: Mutant) -> None:
         w = workers.get()
         try:
-            r = replace(run_one(root, w, m, cmap), map=map_id)
+            r = replace(runner(root, w, m, cmap), map=map_id)
         finally:
             workers.put(w)
         with lock:

@@ -36,7 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m regressions.mutate.check", description=__doc__.split("\n\n")[0])
     ap.add_argument("id", help="mutant id, as report.md lists it")
     ap.add_argument("tests", nargs="*", help="pytest node ids (default: every test covering the line)")
-    ap.add_argument("--map", type=Path, default=ROOT / "build" / "mutate" / "golden" / "coverage-map.json")
+    ap.add_argument("--map", type=Path, default=None,
+                    help="the campaign's test map (default: build/mutate/golden/coverage-map.json; a Verilog "
+                         "mutant of rtl/: build/mutate/rtl/pool-map.json)")
     args = ap.parse_args(argv)
     try:
         m = find_mutant(ROOT, args.id)
@@ -44,11 +46,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"check: {exc}", file=sys.stderr)
         return 2
     tests = args.tests
+    verilog = m.path.endswith((".v", ".sv"))
+    if args.map is None:
+        args.map = ROOT / "build" / "mutate" / ("rtl/pool-map.json" if verilog else "golden/coverage-map.json")
     if not tests:
         if not args.map.is_file():
             print(f"check: no coverage map at {args.map}: name the tests", file=sys.stderr)
             return 2
-        tests = CoverageMap.load(args.map).tests_for(m.path, m.line, limit=10**9)
+        if verilog:
+            from regressions.mutate.rtl import PoolMap
+
+            tests = PoolMap.load(args.map).tests_for(m.path, m.line)
+        else:
+            tests = CoverageMap.load(args.map).tests_for(m.path, m.line, limit=10**9)
     if not tests:
         print("check: no test covers the line: name the tests", file=sys.stderr)
         return 2

@@ -99,8 +99,17 @@ def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
+#: Files mutated by ``regressions.mutate.verilog`` instead of cosmic-ray.
+VERILOG_SUFFIXES = (".v", ".sv")
+
+
 def enumerate_mutants(root: Path, paths: list[str], operators: tuple[str, ...] = OPERATORS) -> list[Mutant]:
-    """Every mutant of ``paths`` (relative to ``root``) by ``operators``, in file order."""
+    """Every mutant of ``paths`` (relative to ``root``) by ``operators``, in file order (Verilog files: every
+    mutant of ``regressions.mutate.verilog``)."""
+    if paths and all(p.endswith(VERILOG_SUFFIXES) for p in paths):
+        from regressions.mutate import verilog
+
+        return verilog.enumerate_mutants(root, paths)
     import cosmic_ray.plugins
     from cosmic_ray.ast import ast_nodes, get_ast_from_path
 
@@ -122,6 +131,10 @@ def enumerate_mutants(root: Path, paths: list[str], operators: tuple[str, ...] =
 
 def mutated_source(root: Path, m: Mutant) -> str | None:
     """The file's text with the mutant applied, or None if the operator no longer applies there."""
+    if m.path.endswith(VERILOG_SUFFIXES):
+        from regressions.mutate import verilog
+
+        return verilog.mutated_source(root, m)
     import cosmic_ray.plugins
     from cosmic_ray.mutating import mutate_code
 

@@ -6,6 +6,10 @@ reason = ...``): a mutant
 whose change no input can observe (say, ``x >> 0`` vs ``x << 0``); each needs its reason. Survivors that are
 not equivalent are missing tests: the report lists each with its source line before and after and the tests
 that ran it.
+
+Verilog targets use the same format; where results say which pool killed a mutant (NVDLA's RTL: its own traces,
+then our suites on the mutants the traces miss), the table adds the kills by the traces and those only our
+suites make, and the report counts the latter ("killed by our suite but not by the traces alone").
 """
 from __future__ import annotations
 
@@ -38,11 +42,19 @@ def score(results: list[Result], equivalent: dict[str, str]) -> dict:
     counted = [r for r in results if r.outcome != "not_applied" and r.id not in equivalent]
     killed = sum(r.outcome in KILLS for r in counted)
     missed = sum(r.outcome in MISSES for r in counted)
-    return {"mutants": len(results), "equivalent": sum(r.id in equivalent for r in results),
-            "killed": killed, "survived": missed, "score": killed / (killed + missed) if killed + missed else None}
+    out = {"mutants": len(results), "equivalent": sum(r.id in equivalent for r in results),
+           "killed": killed, "survived": missed, "score": killed / (killed + missed) if killed + missed else None}
+    if any(r.killed_by_traces is not None for r in counted):
+        out["killed_by_traces"] = sum(bool(r.killed_by_traces) and r.outcome in KILLS for r in counted)
+        out["suite_not_traces"] = sum(r.killed_by_traces is False and bool(r.killed_by_suite) for r in counted)
+    return out
 
 
 def _line_change(root: Path, m: Mutant) -> tuple[str, str]:
+    if m.path.endswith((".v", ".sv")):
+        from regressions.mutate import verilog
+
+        return verilog.describe(root, m)
     before = (root / m.path).read_text().splitlines()
     mutated = mutated_source(root, m)
     after = mutated.splitlines() if mutated else before
@@ -66,9 +78,16 @@ def write_report(root: Path, target: str, mutants: list[Mutant], results: dict[s
              f"({summary['equivalent']} triaged equivalent): score "
              + (f"{summary['score']:.1%}" if summary["score"] is not None else "n/a"), "",
              "| unit | mutants | killed | survived | equivalent | score |", "|---|---|---|---|---|---|"]
+    pools = "suite_not_traces" in summary
+    if pools:
+        lines[-2:] = [f"Killed by our suite but not by the traces alone: {summary['suite_not_traces']} "
+                      f"(the traces kill {summary['killed_by_traces']}).", "",
+                      "| unit | mutants | killed | survived | equivalent | score | by traces | suite only |",
+                      "|---|---|---|---|---|---|---|---|"]
     for u, s in summary["units"].items():
         lines.append(f"| {u} | {s['mutants']} | {s['killed']} | {s['survived']} | {s['equivalent']} | "
-                     + (f"{s['score']:.1%}" if s["score"] is not None else "n/a") + " |")
+                     + (f"{s['score']:.1%}" if s["score"] is not None else "n/a") + " |"
+                     + (f" {s.get('killed_by_traces', 0)} | {s.get('suite_not_traces', 0)} |" if pools else ""))
     lines += ["", f"## Survivors ({len(survivors)})", ""]
     survivor_rows = []
     for r in survivors:
