@@ -469,6 +469,12 @@ def config_error(hw: HwConfig, words) -> ConfigError:
         ),
         ({"CSC.D_BANK": dict(DATA_BANK=1)}, "CSC.D_BANK.DATA_BANK"),
         ({"CSC.D_POST_Y_EXTENSION": dict(Y_EXTENSION=1)}, "CSC.D_POST_Y_EXTENSION.Y_EXTENSION"),
+        # one 8-byte CBUF word short of the six 3x3x12 int8 kernels (CSC agreeing): the fetch misses weights
+        (
+            {"CDMA.D_WEIGHT_BYTES": dict(WEIGHT_BYTES=6 * 3 * 3 * 12 - 8),
+             "CSC.D_WEIGHT_BYTES": dict(WEIGHT_BYTES=6 * 3 * 3 * 12 - 8)},
+            "CDMA.D_WEIGHT_BYTES.WEIGHT_BYTES",
+        ),
     ],
 )
 def test_illegal_config_names_the_field(override, where):

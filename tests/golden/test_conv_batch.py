@@ -300,3 +300,48 @@ def test_batched_sdp_refuses_only_an_active_eql_compare():
         patched(program, SDP__D_DP_EW_CFG=eql).run(Dla(HW))
     assert info.value.where == "SDP.D_DP_EW_CFG.EW_ALU_ALGO"
     assert patched(program, SDP__D_DP_EW_CFG=dict(eql, EW_ALU_BYPASS=1)).run(Dla(HW)) == want
+
+
+@pytest.mark.parametrize("k,w", [(1, 6), (9, 2)], ids=["one-kernel", "two-atom-lines"])
+def test_pairing_is_checked_for_one_kernel_and_for_two_atom_lines(k: int, w: int) -> None:
+    """The CACC/SDP pairing rule holds for every batched output with lines of more than one atom: a single
+    kernel (CHANNEL = 0, still one surface) and lines of exactly two atoms (the pair itself) are refused when
+    CACC's line start is 32 bytes off SDP's 64-byte phase."""
+    lay = layer(n=2, k=k, w=w)
+    assert lay.output_hw()[1] == (4 if w == 6 else 2)
+    program = programs_image.program_batch_conv(HW, lay)
+    program.run(Dla(HW))
+    moved = [(n, v + 32 if n == "NVDLA_CACC.D_DATAOUT_ADDR_0" else v) for n, v in program.writes]
+    with pytest.raises(UnsupportedError) as info:
+        program.with_writes(moved).run(Dla(HW))
+    assert info.value.unit == "CACC"
+
+
+def test_pairing_checks_the_second_int8_surface_of_33_kernels() -> None:
+    """33 int8 kernels are two 32-channel output surfaces: moving only SDP's second surface 32 bytes off its
+    64-byte phase (DST_SURFACE_STRIDE + 32) breaks the pairing CACC counts on, and is refused."""
+    lay = layer(n=2, k=33)
+    program = programs_image.program_batch_conv(HW, lay)
+    program.run(Dla(HW))
+    surf = dict(program.writes)["NVDLA_SDP.D_DST_SURFACE_STRIDE_0"]
+    batch = dict(program.writes)["NVDLA_SDP.D_DST_BATCH_STRIDE_0"]
+    assert surf % 64 == 0 and batch >= 2 * (surf + 32)
+    with pytest.raises(UnsupportedError) as info:
+        patched(program, SDP__D_DST_SURFACE_STRIDE=dict(DST_SURFACE_STRIDE=surf + 32)).run(Dla(HW))
+    assert info.value.unit == "CACC"
+
+
+def test_int8_output_of_20_kernels_is_one_surface_whatever_its_stride() -> None:
+    """SDP writes int8 output in 32-channel atoms: 20 kernels are one output surface, so DST_SURFACE_STRIDE
+    addresses nothing and may be off the 64-byte phase (here the batch stride, 32 mod 64); each batch still
+    equals its unbatched convolution."""
+    lay = layer(n=2, k=20)
+    program = programs_image.program_batch_conv(HW, lay)
+    _, dst_stride = lay.batch_strides(HW)
+    assert dst_stride % 64 == 32
+    program = program.with_writes([(n, dst_stride if n == "NVDLA_SDP.D_DST_SURFACE_STRIDE_0" else v)
+                                   for n, v in program.writes])
+    got = program.run(Dla(HW))
+    for b in range(2):
+        alone = unbatched(lay, b)
+        assert got[b * dst_stride : b * dst_stride + len(alone)] == alone

@@ -198,3 +198,25 @@ def test_uncompiled_cacc_add_gives_the_same_bits() -> None:
     want_e, want_m = F.cacc_add(ae, am, me, mm)
     np.testing.assert_array_equal(got[:, 0], want_e)
     np.testing.assert_array_equal(got[:, 1], want_m)
+
+
+def test_compiled_group_is_exact_when_the_top_lanes_overflow_int32() -> None:
+    """64 lanes at one level with the largest pre-shifted mantissas (2047 << 3), all one sign: their products
+    add to about 2^34, far beyond int32, so the kernel must rebuild the high bits from 16 * (sum of p >> 4);
+    the compiled group must still give the block's exact sum (that of the numpy form)."""
+    jit.kernel()
+    group = jit.group
+
+    @numba.njit
+    def run(wl, dl, ws, ds, out):
+        out[0], out[1], out[2] = group(wl, dl, ws, ds)
+
+    top = int(F._fields(np.array([0x0FFF]))[2][0])  # mantissa 0x3FF at the largest pre-shift
+    levels = np.full(jit.LANES, 3, dtype=np.int8)
+    mant = np.full(jit.LANES, top, dtype=np.int16)
+    for sign in (1, -1):
+        got = np.empty(3, dtype=np.int64)
+        run(levels, levels, mant, (sign * mant).astype(np.int16), got)
+        want = jit.group_plain(levels, levels, mant, (sign * mant).astype(np.int16))
+        assert tuple(int(v) for v in got) == tuple(int(v) for v in want)
+        assert top == 2047 << 3 and abs(int(got[1])) >= 1 << 33  # the sum really is far beyond int32

@@ -374,6 +374,30 @@ def test_weights_kept_for_reuse_may_fill_the_weight_banks_exactly():
     assert info.value.where == "CDMA.D_MISC_CFG.SKIP_WEIGHT_RLS"
 
 
+def test_image_lines_must_fit_the_data_banks() -> None:
+    """The CBUF holds the whole image: H lines of ENTRY_PER_SLICE + 1 entries each must fit DATA_BANK + 1
+    banks of 512 entries (nv_small). 300 lines of 6 entries (1800) need 4 banks: 4 convolve, 3 are refused."""
+    hw = get_config("nv_small")
+    layer = layer_for(hw, fmt=12, s=2, height=300)
+    program = programs_image.program_image_conv(hw, layer)
+    writes = dict(program.writes)
+    assert writes["NVDLA_CDMA.D_ENTRY_PER_SLICE_0"] + 1 == 6 and writes["NVDLA_CDMA.D_BANK_0"] & 0x1F == 3
+    out, _ = engine(hw, program)
+    assert np.array_equal(out[: layer.w.shape[0]], pixel_conv(layer, hw))
+    with pytest.raises(ConfigError) as info:
+        engine(hw, program, CDMA__D_BANK=dict(DATA_BANK=2), CSC__D_BANK=dict(DATA_BANK=2))
+    assert info.value.where == "CDMA.D_BANK.DATA_BANK"
+
+
+def test_fp16_pixel_formats_are_the_f_formats_and_never_fetched() -> None:
+    """The RDL's fp16 pixel formats are exactly the ``_F`` ones (T_R16_F, T_A16B16G16R16_F, T_A16Y16U16V16_F);
+    the model fetches none of them on any configuration (fp16 image input is not modelled)."""
+    for code, fmt in ci.PIXEL_FORMATS.items():
+        assert fmt.fp16 == fmt.name.endswith("_F"), fmt.name
+    for config in ("nv_small", "nv_full"):
+        assert not {5, 8, 11} & set(ci.supported_formats(get_config(config)))
+
+
 def test_16bit_lanes_need_the_converter_on_an_int8_datapath():
     hw = get_config("nv_full")
     program = programs_image.program_image_conv(hw, layer_for(hw, fmt=3, cvt=(0, 1, 8)))

@@ -61,6 +61,9 @@ def test_decompress_bit_order_and_element_size():
     assert out16.tolist() == [0x1234, 0, -2] + [0] * 12 + [5]
     with pytest.raises(ValueError, match="stream"):
         wc.decompress(wmb, stream[:2], 16, 1)
+    # 16-bit elements: a stream of two elements (4 bytes) is short of the three the mask keeps
+    with pytest.raises(ValueError, match="holds 2 elements, the mask keeps 3"):
+        wc.decompress(wmb, stream16[:4], 16, 2)
 
 
 @pytest.mark.parametrize("size", [1, 2])
