@@ -10,8 +10,8 @@ import pytest
 from golden.config import NV_SMALL, HwConfig
 from golden.dla import Dla
 from golden.engines.cdp import (
-    HIT, LE, LO, OFLOW, UFLOW, Lrn, Lut, Table, cmod_convert, input_cvt, lookup_exponent, lookup_linear,
-    lut_select, output_cvt,
+    HIT, LE, LO, OFLOW, UFLOW, Lrn, Lut, Table, cmod_convert, input_cvt, lookup_exponent, lookup_fp16,
+    lookup_linear, lut_select, output_cvt,
 )
 from golden.errors import ConfigError, UnsupportedError
 from golden.layout import CubeLayout, read_cube, write_cube
@@ -351,3 +351,17 @@ def test_destination_stride_too_small():
     x = np.zeros((2 * ATOM, 2, 2), dtype=np.int64)
     with pytest.raises(ConfigError, match=r"CDP\.D_DST_SURFACE_STRIDE\.DST_SURFACE_STRIDE"):
         run_cdp(x, 16, {"D_DST_SURFACE_STRIDE": ATOM})
+
+
+def test_fp16_exponent_underflow_bias_at_offset_minus_126_is_the_smallest_normal() -> None:
+    """fp16 LE exponent-mode underflow extrapolates from START + 2^LE_INDEX_OFFSET (an fp32 add). At offset
+    −126 that bias is 2^−126, fp32's smallest normal, and still counts: with START 0 a zero square sum lies
+    2^−126 *below* the point, a negative distance that FP17 flushes to −0, so (−0)·1.0 + LE[0] (−0) is −0
+    (FP17 0x10000). Without the bias the distance would be +0 and the sum +0."""
+    t = Table(start=0, end=0x3F800000, index_select=0, uflow_scale=0x3C00, uflow_shift=0, oflow_scale=0,
+              oflow_shift=0)
+    tbl = np.zeros(65, dtype=np.int64)
+    tbl[0] = 0x8000  # fp16 −0
+    value, kind = lookup_fp16(np.array([0], dtype=np.int64), tbl, t, True, -126, True)
+    assert int(kind[0]) == UFLOW
+    assert int(value[0]) == 0x10000  # FP17 −0

@@ -245,3 +245,22 @@ def test_bit_pattern_views_read_the_low_bits_as_ieee_fields() -> None:
     np.testing.assert_array_equal(fp.bits_of_f32(fp.f32_of_bits(fp.bits_of_f32(vals))), fp.bits_of_f32(vals))
     halves = fp.f16_of_bits(np.array([0x3C00, 0xC000 - (1 << 16), 0x7BFF]))
     assert halves.dtype == np.float16 and halves.tolist() == [1.0, -2.0, 65504.0]
+
+
+def test_int8_to_fp16_is_exact() -> None:
+    """``FpIntToFloat<8,5,10>``: every int8 fits fp16's 11-bit significand, so the conversion of a narrow
+    integer (no rounding at all: the mantissa is widened, not cut) equals IEEE's exact value."""
+    ints = np.arange(-128, 128, dtype=np.int64)
+    got = fp.int_to_float(ints, 8, fp.FP16).astype(np.int64)
+    np.testing.assert_array_equal(got, ints.astype(np.float16).view(np.uint16).astype(np.int64))
+
+
+def test_add_rounding_past_the_largest_finite_saturates() -> None:
+    """``FpAdd``: a sum of finite operands whose RNE carries out of the top binade (no carry before rounding)
+    saturates to the largest finite value instead of wrapping the mantissa to 0: 65504 + 16 = 65520 is the
+    tie between 65504 and 2^16 and rounds up (odd mantissa), so the fp16 result is 65504 (0x7BFF); the same
+    in fp32 with FLT_MAX + 2^103 (half its ulp)."""
+    assert int(fp.fp16_add(0x7BFF, 0x4C00)) == 0x7BFF
+    assert int(fp.fp16_add(0xFBFF, 0xCC00)) == 0xFBFF  # the same on the negative side
+    assert int(fp.fp32_add(0x7F7FFFFF, 0x73000000)) == 0x7F7FFFFF
+    assert int(fp.fp16_add(0x7BFE, 0x4C00)) == 0x7BFE  # 65488 ties to the even 65472: no overflow

@@ -218,6 +218,7 @@ def test_average_stores_the_low_byte():
 @pytest.mark.parametrize("field_value,want", [
     ((1, 0x80), -128), ((1, 0x7F), 127), ((2, 0x100), -256), ((3, 0x200), -512), ((7, 0x400), -1024),
     ((1, 0x100), 256),  # the cmod ORs the whole field after extending bit 7 (here 0): bit 8 survives
+    ((1, 0x4000), 16384),  # ... up to the int16 line buffer: bit 14 is a magnitude bit, not its sign
 ])
 def test_pad_value_sign_extension(field_value, want):
     n, raw = field_value

@@ -12,7 +12,7 @@ import pytest
 
 from golden.config import NV_FULL, NV_SMALL, HwConfig
 from golden.dla import Dla
-from golden.engines.pdp import AVERAGE, MAX, MIN
+from golden.engines.pdp import AVERAGE, MAX, MIN, Pooling, pool
 from golden.errors import ConfigError, UnsupportedError
 from golden.layout import CubeLayout, read_cube, write_cube
 from regressions.lib.reference.pdp_fp16 import pool_fp16
@@ -294,6 +294,18 @@ def test_fp16_vertical_pad_is_scaled_by_exactly_the_kernel_width(kw: int) -> Non
     x = cube(f16(np.zeros((1, kw))))
     got, _ = run_pdp(x, "fp16", kernel=(kw, 2), pads=(0, 1, 0, 0), method=AVERAGE, pad_values=(ONE,) + (0,) * 6)
     assert got[0, 0, 0] == f16(float(kw))
+
+
+@pytest.mark.parametrize("kw", range(1, 9))
+def test_fp16_padded_row_weight_is_the_kernel_width_in_the_pooling_core(kw: int) -> None:
+    """The same ``kernel_width_map`` rule on the pooling core alone (no register program, so it is quick):
+    a kernel kw wide and 2 high whose top row is padding adds PAD_VALUE_1X (FP17 1.0) times kw; over a row
+    of +0 data with both reciprocals 1.0 the fp16 average is exactly kw."""
+    cfg = Pooling(method=AVERAGE, kernel_width=kw, kernel_height=2, stride_width=1, stride_height=1, pad_left=0,
+                  pad_top=1, pad_right=0, pad_bottom=0, recip_width=ONE, recip_height=ONE,
+                  pad_values=(ONE,) + (0,) * 6, dtype="fp16")
+    got = pool(np.zeros((1, 1, kw), dtype=np.int64), cfg, 1, 1)
+    assert int(got[0, 0, 0]) == int(f16(float(kw)))
 
 
 def test_fp16_average_of_negative_zeros_is_negative_zero() -> None:

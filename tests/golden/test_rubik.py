@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from golden import ConfigError, Dla, UnsupportedError, get_config
-from golden.engines import load_engines
+from golden.engines import load_engines, rubik
 from golden.regs import UNITS
 
 SRC, DST = 0x8000_0000, 0x8100_0000
@@ -277,3 +277,17 @@ def test_configs_without_rubik():
     int8_only = Dla(get_config("nv_full").derive(feature_types=("int8",)))
     with pytest.raises(UnsupportedError, match="RUBIK int16"):
         program(int8_only, "merge", "int16")
+
+
+def test_one_atom_is_the_32_byte_granule_of_the_address_registers(dla):
+    """RUBIK moves whole atoms of ``RUBIK_ATOM_CUBE_SIZE`` = 32 bytes, the granule of its address registers
+    (DAIN/DAOUT_ADDR_LOW hold bits 31..5): a 1x1x1 int8 contract copies exactly the 32 bytes at the source
+    address to the destination address and nothing past them."""
+    for reg in ("D_DAIN_ADDR_LOW", "D_DAOUT_ADDR_LOW"):
+        assert 1 << UNITS["RBK"].register(reg).field(reg[2:]).lsb == rubik.ATOM == 32
+    data = random_bytes(64, seed=3)
+    dla.mem.dram.write(SRC, data)
+    program(dla, "contract", src_surf=32, dst_line=32, dst_surf=32, cs1=32)
+    out = dla.mem.dram.read(DST, 64)
+    np.testing.assert_array_equal(out[:32], data[:32])
+    assert not out[32:].any()

@@ -10,7 +10,7 @@ from golden.config import NV_SMALL, NV_SMALL_256_FULL, HwConfig
 from golden.engines import ENGINES, OpContext
 from golden.engines import sdp as sdp_engine
 from golden.arith import rha
-from golden.engines.sdp_lut import lut_lookup
+from golden.engines.sdp_lut import lut_lookup, lut_lookup_fp
 from golden.errors import ConfigError, UnsupportedError
 from golden.layout import CubeLayout, read_cube, write_cube
 from golden.lut import LutRegisters
@@ -469,6 +469,17 @@ def test_bs_is_unsupported_without_bs_unit() -> None:
     assert err.value.unit == "SDP_BS"
 
 
+def test_bn_is_unsupported_without_bn_unit() -> None:
+    """A configuration without SDP's X2 (BN) unit refuses an operation that enables it (BN_BYPASS=0), and
+    only such an operation: with BN bypassed, the same hardware runs an X1 ReLU."""
+    hw = NV_SMALL.derive(sdp_bn=False)
+    op = SdpOp(8, 1, 1, hw=hw, sdp=x_regs("BN", relu=True))
+    with pytest.raises(UnsupportedError) as err:
+        op.run()
+    assert err.value.unit == "SDP_BN"
+    SdpOp(8, 1, 1, hw=hw, sdp=x_regs("BS", relu=True)).run()
+
+
 def test_int16_precision_is_unsupported() -> None:
     op = SdpOp(8, 1, 1, sdp={"D_DATA_FORMAT": {"PROC_PRECISION": "INT16", "OUT_PRECISION": "INT16"}})
     with pytest.raises(UnsupportedError) as err:
@@ -814,3 +825,17 @@ def test_surfaces_of_one_line_overlapping_blame_the_surface_stride() -> None:
     random_input(op, np.random.default_rng(6))
     with pytest.raises(ConfigError, match="SDP.D_DST_SURFACE_STRIDE.DST_SURFACE_STRIDE"):
         op.run()
+
+
+def test_fp16_lut_hit_on_an_entry_point_is_the_entry_itself() -> None:
+    """fp16 LUT (cmod ``sdp_y_inp.cpp``): a hit with a 35-bit fraction of 0 (x − START a whole multiple of
+    2^SELECT) weights y0 by FP17 1.0 and y1 by 0, so the fp32 output is the fp16 table entry, exactly.
+    LO linear with START 0.0 and SELECT 0 puts x = i at entry i; LE starts at the largest float, so it
+    underflows everywhere and LO (the table that hits) decides."""
+    lo = tuple(int(v) for v in np.asarray(np.arange(257) * 0.75 - 3.0, dtype=np.float16).view(np.uint16))
+    cfg = LutRegisters(lo_table=lo, le_function="linear", le_start=0x7F7FFFFF)
+    x = np.asarray([1.0, 2.0, 7.0, 100.0, 255.0], dtype=np.float32).view(np.uint32).astype(np.int64)
+    out, stats = lut_lookup_fp(x, cfg, None, np.array(lo))
+    expect = np.asarray([-2.25, -1.5, 2.25, 72.0, 188.25], dtype=np.float32).view(np.uint32)  # 0.75·i − 3
+    np.testing.assert_array_equal(out, expect)
+    assert stats.lo_hit == 5 and stats.uflow == stats.oflow == 0

@@ -352,3 +352,16 @@ def test_lut_offset_underflows_on_a_nan_but_not_on_inf() -> None:
     out, stats = sdp_lut.lut_lookup_fp(np.array(x), lut, np.array(lut.le_table), np.array(lut.lo_table))
     assert out.tolist() == [0, 0x7F800001] == [ref.lut_lookup(v, lut) for v in x]
     assert (stats.uflow, stats.lo_hit) == (1, 1)
+
+
+def test_eql_mode_int16_output_counts_no_saturated_lanes() -> None:
+    """EQL compare mode on the fp16 datapath with an INT16 output: nothing is written, and the cmod's
+    fp16-output saturation count (lanes reading as ±65504) does not apply to an int16 output, so with
+    PERF_SAT_EN set D_PERF_OUT_SATURATION still reads 0 lanes while D_STATUS reports the inequality."""
+    x = cube(f16([65504.0, -65504.0, 3.0, 4.0]), 4)
+    y = ref.Fp16YParams(bypass=False, alu_bypass=False, alu_algo=ref.ALU_EQL, alu_operand=cube(f16([1.0, 2.0, 3.0, 5.0]), 4))
+    prog = P.program_sdp_fp16(NV_FULL, P.SdpFp16Layer(x, ref.Fp16Params(y=y, out="int16")))
+    dla = Dla(NV_FULL)
+    prog.run(dla)
+    assert status(dla, "SDP", "D_STATUS") & 1 == 1
+    assert status(dla, "SDP", "D_PERF_OUT_SATURATION") == 0
