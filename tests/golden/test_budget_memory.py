@@ -122,3 +122,54 @@ def test_a_narrow_scatter_allocates_only_the_pages_it_writes(budget) -> None:
     mem.dram.scatter(0x8000_0000, offsets, np.array([1, 2, 3], dtype=np.uint8))
     assert mem.dram.allocated_bytes() == PAGE_SIZE
     assert mem.dram.gather(0x8000_0000, offsets).tolist() == [1, 2, 3]
+
+
+def test_the_budget_holds_exactly_its_pages(budget) -> None:
+    """A fresh memory has no page allocated: a budget of four pages takes four pages' writes, of both memories
+    together, and refuses only the fifth."""
+    budget(4 * PAGE_SIZE)
+    mem = Memory()
+    mem.dram.write(0, bytes(3 * PAGE_SIZE))
+    mem.cvsram.write(0, b"\x01")
+    with pytest.raises(MemoryBudgetError):
+        mem.dram.write(3 * PAGE_SIZE, b"\x01")
+
+
+def test_a_read_wider_than_64_mib_is_checked_against_the_budget(budget) -> None:
+    """A read allocates its result: one of more than 64 MiB (a declared transfer size) is refused by a budget
+    it exceeds before the array is made, naming the space and address."""
+    budget(1 << 20)
+    mem = Memory()
+    with pytest.raises(MemoryBudgetError, match=r"pri_mem read at 0x8000000"):
+        mem.dram.read(0x800_0000, (64 << 20) + 1)
+
+
+def test_gathering_two_bytes_64_mib_apart_needs_no_budget(budget) -> None:
+    """A gather reads memory, it allocates no pages: two bytes whose addresses span exactly 64 MiB are read
+    under a budget of one page (the only page written, the first byte's)."""
+    mem = Memory()
+    mem.dram.write(0x100, b"\x5a")
+    budget(PAGE_SIZE)
+    got = mem.dram.gather(0x100, np.array([0, (64 << 20) - 1], dtype=np.int64))
+    assert got.tolist() == [0x5A, 0]
+
+
+def test_a_scatter_ending_on_a_page_boundary_takes_no_next_page(budget) -> None:
+    """Scattered bytes take the pages they land in and no more: bytes up to the last of a page leave the next
+    page unallocated, so they fit a budget of that one page."""
+    budget(PAGE_SIZE)
+    mem = Memory()
+    offsets = np.array([PAGE_SIZE - 1, PAGE_SIZE - 3], dtype=np.int64)
+    mem.dram.scatter(0, offsets, np.array([9, 8], dtype=np.uint8))
+    assert mem.dram.allocated_bytes() == PAGE_SIZE
+    assert mem.dram.gather(0, offsets).tolist() == [9, 8]
+
+
+def test_empty_ranges_are_legal_for_crc_and_fill() -> None:
+    """A zero-byte range is empty, not an error: its CRC-32 is zlib's of no bytes (0) and zero-filling it
+    changes nothing."""
+    mem = Memory()
+    mem.write(0x8000_0000, b"\x11\x22")
+    assert mem.crc32(0x8000_0001, 0) == zlib.crc32(b"") == 0
+    mem.fill(0x8000_0001, 0, 0)
+    assert mem.read(0x8000_0000, 2).tobytes() == b"\x11\x22"

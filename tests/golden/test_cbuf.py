@@ -8,7 +8,7 @@ import pytest
 from compiler.codegen import conv as codegen_conv
 from golden.config import get_config
 from golden.dla import Dla
-from golden.errors import ConfigError
+from golden.errors import ConfigError, UnsupportedError
 from regressions.lib.programs import WEIGHT_BASE, ConvLayer, LayerTest, program_conv
 
 HW = get_config("nv_small")
@@ -170,3 +170,51 @@ def test_data_kept_but_not_reused_is_released_at_the_next_start() -> None:
     a, b = _tiny(1), _tiny(2)
     assert not np.array_equal(a.x, b.x)  # (computing on the resident input gives another result)
     assert _in_sequence(_program(a, D_MISC_CFG=SKIP_DATA_RLS), _program(b, 1)) == _alone(b)
+
+
+def _csc_misc(p: LayerTest, value: int) -> LayerTest:
+    """``p`` with CSC's D_MISC_CFG alone changed (``_program``'s overrides write CDMA's too)."""
+    p.writes = [(n, value if n == "NVDLA_CSC.D_MISC_CFG_0" else v) for n, v in p.writes]
+    return p
+
+
+@pytest.mark.parametrize("bit", ["DATA_REUSE", "WEIGHT_REUSE", "SKIP_DATA_RLS", "SKIP_WEIGHT_RLS"])
+def test_csc_and_cdma_must_agree_on_what_stays_in_the_cbuf(bit: str) -> None:
+    """CDMA fetches and CSC releases by their own copies of the reuse/release bits: a program where the two
+    differ would leave them disagreeing on the CBUF's content, so it is refused naming CSC's field."""
+    mask = {"DATA_REUSE": DATA_REUSE, "WEIGHT_REUSE": WEIGHT_REUSE, "SKIP_DATA_RLS": SKIP_DATA_RLS,
+            "SKIP_WEIGHT_RLS": SKIP_WEIGHT_RLS}[bit]
+    p = _program(_tiny(1))
+    misc = dict(p.writes)["NVDLA_CSC.D_MISC_CFG_0"]
+    with pytest.raises(ConfigError, match=rf"CSC\.D_MISC_CFG\.{bit}: CSC says 1, CDMA 0"):
+        LayerTest(_csc_misc(p, misc | mask).regs, [], p.output).run(_loaded(p))
+
+
+def _loaded(p: LayerTest) -> Dla:
+    dla = Dla(HW)
+    for addr, data in p.memory:
+        dla.mem.write(addr, data)
+    return dla
+
+
+def test_data_reuse_with_nothing_kept_fetches_the_input() -> None:
+    """DATA_REUSE skips CDMA's fetch only over slices an earlier operation kept (SKIP_DATA_RLS): on a fresh
+    CBUF, and after a new bank split flushed it, the convolution computes on its own fetched input."""
+    a, b = _tiny(1), _tiny(2)
+    assert _program(b, D_MISC_CFG=DATA_REUSE).run(Dla(HW)) == _alone(b)
+    bank = dict(_program(b, 1).writes)["NVDLA_CDMA.D_BANK_0"]
+    other_split = _program(b, 1, D_MISC_CFG=DATA_REUSE, D_BANK=bank - (1 << 16))
+    assert _in_sequence(_program(a, D_MISC_CFG=SKIP_DATA_RLS), other_split) == _alone(b)
+
+
+def test_weight_reuse_into_compressed_weights_is_not_modelled() -> None:
+    """Kept uncompressed weights reused by a convolution declaring compressed ones (WEIGHT_FORMAT 1): what CSC
+    would decompress from them is not modelled, so the op is refused instead of computed on guessed data."""
+    a = _tiny(1)
+    first = _program(a, D_MISC_CFG=SKIP_WEIGHT_RLS)
+    second = _program(_tiny(2), 1, D_MISC_CFG=WEIGHT_REUSE)
+    writes = second.writes
+    writes.insert([n for n, _ in writes].index("NVDLA_CDMA.D_MISC_CFG_0"), ("NVDLA_CDMA.D_WEIGHT_FORMAT_0", 1))
+    second.writes = writes
+    with pytest.raises(UnsupportedError, match="weight reuse of compressed weights is not modelled"):
+        _in_sequence(first, second)

@@ -7,6 +7,7 @@ import pytest
 
 from conftest import DEFAULT_SHARED
 from golden import ConfigError, Dla, RegisterError, UnsupportedError, get_config
+from golden.dla import cfgrom_values
 from golden.dma import CONV_UNITS
 from golden.engines import Engine
 
@@ -173,3 +174,15 @@ def test_status_reads_running_for_the_consumer_and_pending_for_the_other_group(d
     dla.write("NVDLA_PDP.S_POINTER_0", 0)
     dla.write("NVDLA_PDP.D_OP_ENABLE_0", 1)
     assert dla.read("NVDLA_PDP.S_STATUS_0") == 1 | (2 << 16)
+
+
+def test_cfgrom_words_follow_the_config_without_a_dla() -> None:
+    """``cfgrom_values`` fills each unit's words from the config, not the RDL resets: nv_small_256's CDMA
+    atomic C is 32 and its CBUF banks 32 bytes wide; SDP_CAP_COMPAT has one bit per SDP sub-unit (X1 0x8,
+    X2 0x10, Y 0x20, LUT 0x40), so Y alone on nv_small adds exactly 0x20 to its 0x18 and LUT alone 0x40."""
+    wide = cfgrom_values(get_config("nv_small_256"))
+    assert wide["CFGROM_CDMA_BASE_ATOMIC_C"] == 32
+    assert wide["CFGROM_CBUF_BASE_CBUF_BANK_WIDTH"] == 32
+    small = get_config("nv_small")
+    assert cfgrom_values(small.derive(sdp_ew=True))["CFGROM_SDP_CAP_COMPAT"] == 0x38
+    assert cfgrom_values(small.derive(sdp_lut=True))["CFGROM_SDP_CAP_COMPAT"] == 0x58

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from golden.layout import CubeLayout, _span_view, read_cube, write_cube
+from golden.budget import set_max_memory
 from golden.memory import AddressSpace
 
 LAYOUTS = [
@@ -61,3 +62,64 @@ def test_an_empty_cube_spans_nothing() -> None:
     assert CubeLayout(0, 3, 5, 64, 256, 8).span() == 0
     assert CubeLayout(8, 0, 2, 64, 256, 8).span() == 0
     assert CubeLayout(8, 3, 0, 64, 256, 8).span() == 0
+
+
+def test_later_surface_lands_last_where_two_surfaces_overlap() -> None:
+    """Two surfaces 1 byte apart (a surface stride below one line): element order (c, h, w) makes all of
+    surface 1 the later write, so it covers bytes 1..16 whole and only channel 0 of pixel 0 of surface 0 is
+    left (byte 0); byte 8 is surface 1's channel 15 of pixel 0, not surface 0's channel 0 of pixel 1."""
+    layout = CubeLayout(16, 1, 2, 16, 1, 8)
+    space = AddressSpace("mem")
+    data = (1 + 2 * np.arange(16)[:, None, None] + np.arange(2)[None, None, :]).astype(np.int64)  # c, h, w
+    write_cube(space, 0x40, layout, data)
+    surface1 = [1 + 2 * c + w for w in range(2) for c in range(8, 16)]
+    assert space.read(0x40, 17).tolist() == [1] + surface1
+
+
+@pytest.fixture
+def budget():
+    """Set a budget for one test and clear it afterwards (it is process-wide)."""
+    yield set_max_memory
+    set_max_memory(None)
+
+
+def test_a_one_line_cube_moves_without_offset_arrays(budget) -> None:
+    """A one-line cube's line stride is never stepped over (NVDLA ignores it; 0 here): its bytes are one span,
+    moved without the int64 offset arrays the budget would have to hold (8 elements x 2 x 8 bytes)."""
+    layout = CubeLayout(8, 1, 2, 0, 16, 8)
+    space = AddressSpace("mem")
+    space.write(0, bytes(64))  # the page the cube lands in, allocated before the budget is set
+    budget(64)
+    data = np.arange(-8, 8, dtype=np.int64).reshape(8, 1, 2)
+    write_cube(space, 0x10, layout, data)
+    np.testing.assert_array_equal(read_cube(space, 0x10, layout), data)
+    assert space.read(0x10, 16).view(np.int8).tolist() == [-8, -6, -4, -2, 0, 2, 4, 6, -7, -5, -3, -1, 1, 3, 5, 7]
+
+
+def test_a_cube_spanning_exactly_64_mib_is_read_without_offset_arrays(budget) -> None:
+    """Two lines 64 MiB - 8 bytes apart span exactly 64 MiB: still read as one span through a strided view, so
+    only the 16 elements are picked out and no int64 offset arrays are made (a budget of 64 bytes is enough;
+    reading unwritten memory allocates no pages)."""
+    line = (64 << 20) - 8
+    layout = CubeLayout(8, 2, 1, line, 2 * line, 8)
+    assert layout.span() == 64 << 20
+    space = AddressSpace("mem")
+    space.write(0, bytes(range(1, 9)))
+    budget(64)
+    want = np.zeros((8, 2, 1), dtype=np.int64)
+    want[:, 0, 0] = np.arange(1, 9)
+    np.testing.assert_array_equal(read_cube(space, 0, layout), want)
+
+
+def test_a_cube_spanning_exactly_64_mib_is_written_without_offset_arrays(budget) -> None:
+    """The same 64 MiB span written: one span and a strided view, so only the 16 elements change (the bytes
+    between the lines are written back as they were) and no offset arrays are made."""
+    line = (64 << 20) - 8
+    layout = CubeLayout(8, 2, 1, line, 2 * line, 8)
+    space = AddressSpace("mem")
+    space.fill(0, 64 << 20, 0x77)  # every page allocated before the budget is set
+    budget(64)
+    data = np.arange(16, dtype=np.int64).reshape(8, 2, 1)
+    write_cube(space, 0, layout, data)
+    assert space.read(0, 9).tolist() == [0, 2, 4, 6, 8, 10, 12, 14, 0x77]
+    assert space.read(line - 1, 9).tolist() == [0x77, 1, 3, 5, 7, 9, 11, 13, 15]

@@ -63,3 +63,13 @@ def test_strict_negative_values_must_fit_the_one_signed_field() -> None:
     assert [operand.decode_signed(w.value) for w in p.writes] == [-1, -32768]
     with pytest.raises(RegisterError, match="BS_ALU_OPERAND"):
         p.reg("SDP", "D_DP_BS_ALU_SRC_VALUE", -32769)
+
+
+def test_absolute_address_write_keeps_every_low_bit() -> None:
+    """An absolute ``*_LOW`` word is the address's low 32 bits as they are, odd ones included: any alignment
+    (nv_full's [31:5] fields) is applied by the DMA that reads the word, not by the program."""
+    p = RegProgram(HW)
+    p.addr("SDP", "D_DST_BASE_ADDR_LOW", 0x2_8000_0041)
+    p.addr("PDP", "D_DST_BASE_ADDR_LOW", 0xFFFF_FFFF)
+    assert p.absolute() == [("NVDLA_SDP.D_DST_BASE_ADDR_LOW_0", 0x8000_0041),
+                            ("NVDLA_PDP.D_DST_BASE_ADDR_LOW_0", 0xFFFF_FFFF)]
