@@ -57,9 +57,9 @@ CONFIG = "nv_small"
 SIMULATOR = "verilator"
 POOLS = ("traces", "suite")
 FORMAT = 1
-#: Test files of our suites on NVDLA's RTL; units whose tests are NVDLA's traces themselves are not "ours".
+#: Our suites' test files on NVDLA's RTL; units replaying NVDLA's traces and mutation campaigns are left out.
 SUITE_FILES = "regressions/rtl/test_nvdla_rtl_*.py"
-SUITE_EXCLUDED_TAGS = ("nvdla-traces",)
+SUITE_EXCLUDED_TAGS = ("nvdla-traces", "mutation")
 #: The plugin's switch: where the suite's simulations leave their coverage (set by ``run_suite_pool``).
 PLUGIN_ENV = "DLA_NVDLA_COV_DIR"
 #: The plugin's test selection: unit ids, comma separated (the first unit matching a test owns it, as in

@@ -203,7 +203,7 @@ def test_suite_units_are_ours_on_nvdla_rtl_by_level():
             "nvdla.rtl.found"} <= ci
     assert smoke < ci
     assert "nvdla.rtl.traces" not in ci  # NVDLA's traces are the other pool
-    assert not any("nv_full" in u or "icarus" in u for u in ci)
+    assert not any("nv_full" in u or "icarus" in u or "mutation" in u for u in ci)
 
 
 # ---- the pytest plugin ----------------------------------------------------------------------------------------------
