@@ -10,7 +10,8 @@ Both pools run on one coverage build of the named DUT ``nvdla-nv_small`` (``tb.d
   ``../shared/nvdla/traces/nv_small``: 85, of which 70 pass and 15 are N/A on nv_small) as shipped, fixed AXI
   timing, one simulation per trace, ``--jobs`` at a time (most expensive first);
 - **suite**: our suites on that DUT, the ``[[unit]]``s of ``regressions/lists/*.toml`` whose tests live in
-  ``regressions/rtl/test_nvdla_rtl_*.py`` (Verilator; not the unit replaying NVDLA's traces, nor nv_full) at
+  ``regressions/rtl/test_nvdla_rtl_*.py`` (Verilator; not the unit replaying NVDLA's traces, nor mutation
+  campaigns; nv_full is another file) at
   ``--level`` (units of that level and below, with the level's environment from ``levels.toml``: example counts,
   ``DLA_NVDLA_RTL=full``, random AXI timing seeded by ``FUZZ_SEED``), run by pytest with ``--jobs`` xdist workers
   and this module as a plugin. The plugin keeps ``$DLA_RTL_COVERAGE_DIR`` set for each test's body (the suites'
@@ -27,8 +28,8 @@ Outputs in ``--out``: ``<pool>/merged.dat`` (every point, readable by ``verilato
 ``<pool>/summary.json`` (per unit and per file: lines, branches, toggles, uncovered lines), ``<pool>/uncovered.json``
 (unit -> file -> every uncovered line as ranges), and for both pools ``summary.json`` / ``report.md``: per unit,
 lines and toggles of traces and suite, whether the suite is ahead (at least as many lines and toggles hit, more
-of one), and the lines only the traces run (all of them in ``only-traces.json``). The regression report shows that table
-(``regressions.regress.report``).
+of one), and the lines only the traces run (all of them in ``only-traces.json``). The regression report shows
+that table (``regressions.regress.report``).
 """
 from __future__ import annotations
 
@@ -96,7 +97,8 @@ class Collector:
             rtl.write_dat(self.pool_dir / "hits" / f"{stem}.dat.gz", hits)
         lines = self.classifier.hit_lines(hits)
         record = {"id": sim_id, **facts, "dat": len(files) - len(bad), "hits": f"hits/{stem}.dat.gz" if hits else None,
-                  "lines": {tree: {f: rtl.line_ranges(ls) for f, ls in files_.items()} for tree, files_ in lines.items()}}
+                  "lines": {tree: {f: rtl.line_ranges(ls) for f, ls in by_file.items()}
+                            for tree, by_file in lines.items()}}
         write_atomic(self.pool_dir / "sims" / f"{stem}.json", json.dumps(record))
         if not self.keep_dat:
             for f in files:
@@ -422,8 +424,8 @@ def compare(out: Path, cap: int = rtl.REPORT_UNCOVERED) -> dict:
             row["only_traces_shown"] = capped(only_t, cap)
             only_traces_all[unit] = {f: rtl.line_ranges(ls) for f, ls in only_t.items()}
         for p in have:
-            unc = {f: info["uncovered_lines"] for f, info in pools[p]["nvdla"]["units"].get(unit, {}).get("files", {}).items()
-                   if info["uncovered_lines"]}
+            files = pools[p]["nvdla"]["units"].get(unit, {}).get("files", {})
+            unc = {f: info["uncovered_lines"] for f, info in files.items() if info["uncovered_lines"]}
             row.setdefault("uncovered", {})[p] = {"count": sum(map(len, unc.values())), "shown": capped(unc, cap)}
         rows.append(row)
     if only_traces_all:

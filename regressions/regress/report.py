@@ -296,11 +296,13 @@ def _nvdla_rtl_html(nv: dict) -> str:
     for r in nv["rows"]:
         verdict = r.get("ahead", "")
         cls = "pass" if verdict in ("yes", "tie") else "fail"
-        only = f"{r['only_traces']}" + (f": {r['only_traces_shown']}" if r.get("only_traces") else "") if "only_traces" in r else ""
+        only = ""
+        if "only_traces" in r:
+            only = f"{r['only_traces']}" + (f": {r['only_traces_shown']}" if r["only_traces"] else "")
         unc = (r.get("uncovered") or {}).get(nv.get("pool") or "suite") or {}
-        rows.append(f"<tr><th>{e(r['unit'])}</th>" + "".join(f"<td>{e(fig(r[k].get(p)))}</td>" for k in ("line", "toggle")
-                                                             for p in ("traces", "suite"))
-                    + f'<td class="{cls}">{e(verdict)}</td><td>{e(only) or "&mdash;"}</td>'
+        figures = "".join(f"<td>{e(fig(r[k].get(p)))}</td>" for k in ("line", "toggle") for p in ("traces", "suite"))
+        rows.append(f"<tr><th>{e(r['unit'])}</th>{figures}"
+                    f'<td class="{cls}">{e(verdict)}</td><td>{e(only) or "&mdash;"}</td>'
                     f"<td>{unc.get('count', 0)}: {e(unc.get('shown') or '') or '&mdash;'}</td></tr>")
     about = "".join(f"<li>{e(p)}: {info.get('sims')} simulations/tests, {info.get('seconds')} s, lines "
                     f"{e(fig(info['total'].get('line')))}, toggles {e(fig(info['total'].get('toggle')))}"
